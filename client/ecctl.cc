@@ -1,0 +1,473 @@
+// ecctl: the operator CLI of ecd. A thin client of the ecd.v1 gRPC API: every subcommand is one
+// RPC; errors are one line on stderr and a non-zero exit (1 from ecd, 2 usage, 3 local files).
+#include <fcntl.h>
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "ecd/v1/ecd.grpc.pb.h"
+#include "lib/util/size.h"
+
+namespace {
+
+namespace v1 = ecd::v1;
+using ecd::FormatSize;
+
+constexpr size_t kChunk = 1 << 20;
+
+// A failure to report: one line, one exit code.
+struct Failure {
+  int exit_code;
+  std::string message;
+};
+
+struct Globals {
+  std::string addr = "127.0.0.1:7400";
+  bool json = false;
+  double timeout = 0;
+};
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+class Client {
+ public:
+  explicit Client(const Globals& g) : g_(g) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(64 << 20);
+    channel_ = grpc::CreateCustomChannel(g.addr, grpc::InsecureChannelCredentials(), args);
+    objects_ = v1::Objects::NewStub(channel_);
+    devices_ = v1::Devices::NewStub(channel_);
+  }
+
+  std::unique_ptr<grpc::ClientContext> Context() const {
+    auto c = std::make_unique<grpc::ClientContext>();
+    if (g_.timeout > 0) {
+      c->set_deadline(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(static_cast<int64_t>(g_.timeout * 1000)));
+    }
+    return c;
+  }
+
+  // Throws the one-line failure for a non-OK status.
+  void Check(const grpc::Status& s, const std::string& what) const {
+    if (s.ok()) return;
+    std::string message = s.error_message();
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+      message = absl::StrCat(message, " (is ecd running at ", g_.addr, "?)");
+    }
+    throw Failure{1, absl::StrCat(what, ": ", CodeName(s.error_code()), ": ", message)};
+  }
+
+  v1::Objects::Stub& objects() { return *objects_; }
+  v1::Devices::Stub& devices() { return *devices_; }
+  const Globals& globals() const { return g_; }
+
+ private:
+  const Globals& g_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Objects::Stub> objects_;
+  std::unique_ptr<v1::Devices::Stub> devices_;
+};
+
+void PrintJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, options);
+  std::printf("%s\n", out.c_str());
+}
+
+const char* MatrixName(v1::MatrixType t) {
+  return t == v1::MATRIX_TYPE_VANDERMONDE ? "vandermonde" : "cauchy";
+}
+
+std::string Shape(const v1::ObjectInfo& o) {
+  return absl::StrCat(o.data_blocks(), "+", o.parity_blocks());
+}
+
+// ---- encode
+
+void Encode(Client& c, const std::string& file, std::string name, uint32_t m, uint32_t k,
+            const std::string& matrix, const std::string& block_size) {
+  if (name.empty()) {
+    if (file == "-") throw Failure{2, "encode from stdin needs --name"};
+    name = std::filesystem::path(file).filename().string();
+  }
+  v1::EncodeRequest first;
+  v1::EncodeHeader* h = first.mutable_header();
+  h->set_name(name);
+  h->set_data_blocks(m);
+  h->set_parity_blocks(k);
+  if (matrix == "cauchy") {
+    h->set_matrix(v1::MATRIX_TYPE_CAUCHY);
+  } else if (matrix == "vandermonde") {
+    h->set_matrix(v1::MATRIX_TYPE_VANDERMONDE);
+  } else {
+    throw Failure{2, absl::StrCat("--matrix must be cauchy or vandermonde, not \"", matrix, "\"")};
+  }
+  if (!block_size.empty()) {
+    absl::StatusOr<uint64_t> bs = ecd::ParseSize(block_size);
+    if (!bs.ok()) throw Failure{2, absl::StrCat("--block-size: ", bs.status().message())};
+    h->set_block_size(*bs);
+  }
+  const int fd = file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Failure{3, absl::StrCat("cannot open ", file, ": ", std::strerror(errno))};
+
+  auto context = c.Context();
+  v1::EncodeResponse response;
+  auto writer = c.objects().Encode(context.get(), &response);
+  v1::EncodeRequest request = std::move(first);
+  std::string buffer(kChunk, '\0');
+  bool ok = true;
+  for (;;) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      context->TryCancel();
+      throw Failure{3, absl::StrCat("read ", file, ": ", std::strerror(errno))};
+    }
+    if (n == 0) break;
+    request.set_data(buffer.data(), static_cast<size_t>(n));
+    if (!writer->Write(request)) {
+      ok = false;  // The server ended the stream early; Finish says why.
+      break;
+    }
+    request.Clear();
+  }
+  if (ok && request.has_header()) ok = writer->Write(request);  // An empty file: header only.
+  if (fd != STDIN_FILENO) ::close(fd);
+  writer->WritesDone();
+  c.Check(writer->Finish(), absl::StrCat("encode ", name));
+  if (c.globals().json) return PrintJson(response);
+  const v1::ObjectInfo& o = response.object();
+  std::printf("encoded %s: %s in %llu stripes of %s x %s (%s)\n", o.name().c_str(),
+              FormatSize(o.size()).c_str(), static_cast<unsigned long long>(o.stripe_count()),
+              Shape(o).c_str(), FormatSize(o.block_size()).c_str(), MatrixName(o.matrix()));
+}
+
+// ---- read
+
+void Read(Client& c, const std::string& name, const std::string& out, const std::string& offset,
+          const std::string& length) {
+  v1::ReadRequest request;
+  request.set_name(name);
+  for (auto [text, setter] :
+       {std::pair<const std::string*, void (v1::ReadRequest::*)(uint64_t)>{
+            &offset, &v1::ReadRequest::set_offset},
+        {&length, &v1::ReadRequest::set_length}}) {
+    if (text->empty()) continue;
+    absl::StatusOr<uint64_t> v = ecd::ParseSize(*text);
+    if (!v.ok()) throw Failure{2, std::string(v.status().message())};
+    (request.*setter)(*v);
+  }
+  const bool to_stdout = out == "-";
+  std::string partial;
+  int fd = STDOUT_FILENO;
+  if (!to_stdout) {
+    std::filesystem::path target(out);
+    partial = (target.parent_path() / absl::StrCat(".", target.filename().string(), ".partial-",
+                                                    ::getpid()))
+                  .string();
+    fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Failure{3, absl::StrCat("cannot create ", partial, ": ", std::strerror(errno))};
+  }
+  auto discard = [&] {
+    if (!to_stdout) {
+      ::close(fd);
+      ::unlink(partial.c_str());
+    }
+  };
+  auto context = c.Context();
+  auto reader = c.objects().Read(context.get(), request);
+  v1::ReadResponse chunk;
+  uint64_t total = 0;
+  uint32_t reconstructed = 0;
+  while (reader->Read(&chunk)) {
+    reconstructed += chunk.reconstructed_blocks();
+    const std::string& d = chunk.data();
+    size_t at = 0;
+    while (at < d.size()) {
+      ssize_t n = ::write(fd, d.data() + at, d.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        context->TryCancel();
+        discard();
+        throw Failure{3, absl::StrCat("write ", out, ": ", std::strerror(err))};
+      }
+      at += static_cast<size_t>(n);
+    }
+    total += d.size();
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) {
+    discard();  // Never leave partial or unchecked bytes under the output name.
+    c.Check(status, absl::StrCat("read ", name));
+  }
+  if (!to_stdout) {
+    if (::fsync(fd) != 0 || ::close(fd) != 0) {
+      const int err = errno;
+      ::unlink(partial.c_str());
+      throw Failure{3, absl::StrCat("write ", out, ": ", std::strerror(err))};
+    }
+    if (::rename(partial.c_str(), out.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(partial.c_str());
+      throw Failure{3, absl::StrCat("rename to ", out, ": ", std::strerror(err))};
+    }
+  }
+  if (c.globals().json) {
+    std::fprintf(to_stdout ? stderr : stdout,
+                 "{\"name\":\"%s\",\"bytes\":\"%llu\",\"reconstructed_blocks\":%u}\n",
+                 name.c_str(), static_cast<unsigned long long>(total), reconstructed);
+    return;
+  }
+  std::fprintf(to_stdout ? stderr : stdout, "read %s: %s -> %s (%u blocks reconstructed)\n",
+               name.c_str(), FormatSize(total).c_str(), out.c_str(), reconstructed);
+}
+
+// ---- recover
+
+void Recover(Client& c, const std::string& name) {
+  v1::RecoverRequest request;
+  request.set_name(name);
+  auto context = c.Context();
+  auto reader = c.objects().Recover(context.get(), request);
+  v1::RecoverProgress p, last;
+  const bool tty = ::isatty(STDERR_FILENO);
+  while (reader->Read(&p)) {
+    last = p;
+    if (tty && !p.done()) {
+      std::fprintf(stderr, "\rrecovering %s: %llu/%llu stripes, %llu blocks rebuilt", name.c_str(),
+                   static_cast<unsigned long long>(p.stripes_done()),
+                   static_cast<unsigned long long>(p.stripes_total()),
+                   static_cast<unsigned long long>(p.blocks_rebuilt()));
+    }
+  }
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  c.Check(reader->Finish(), absl::StrCat("recover ", name));
+  if (c.globals().json) return PrintJson(last);
+  std::printf("recovered %s: %llu stripes checked, %llu blocks rebuilt (%s)\n", name.c_str(),
+              static_cast<unsigned long long>(last.stripes_done()),
+              static_cast<unsigned long long>(last.blocks_rebuilt()),
+              FormatSize(last.bytes_rebuilt()).c_str());
+}
+
+// ---- stat, ls, rm
+
+void Stat(Client& c, const std::string& name, bool blocks, bool verify) {
+  v1::StatRequest request;
+  request.set_name(name);
+  request.set_blocks(blocks);
+  request.set_verify(verify);
+  v1::StatResponse response;
+  auto context = c.Context();
+  c.Check(c.objects().Stat(context.get(), request, &response), absl::StrCat("stat ", name));
+  if (c.globals().json) return PrintJson(response);
+  const v1::ObjectInfo& o = response.object();
+  const uint64_t width = o.data_blocks() + o.parity_blocks();
+  std::printf("name:             %s\n", o.name().c_str());
+  std::printf("size:             %s (%llu bytes)\n", FormatSize(o.size()).c_str(),
+              static_cast<unsigned long long>(o.size()));
+  std::printf("shape:            %s (%s)\n", Shape(o).c_str(), MatrixName(o.matrix()));
+  std::printf("block size:       %s\n", FormatSize(o.block_size()).c_str());
+  std::printf("stripes:          %llu\n", static_cast<unsigned long long>(o.stripe_count()));
+  std::printf("degraded stripes: %llu\n", static_cast<unsigned long long>(o.degraded_stripes()));
+  std::printf("lost stripes:     %llu\n", static_cast<unsigned long long>(o.lost_stripes()));
+  std::printf("redundancy:       %s\n",
+              o.lost_stripes() > 0       ? "DATA LOST in some stripes"
+              : o.degraded_stripes() > 0 ? "degraded (run ecctl recover)"
+                                         : "full");
+  std::printf("created:          %s\n",
+              absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(o.created_unix_ms()),
+                               absl::UTCTimeZone())
+                  .c_str());
+  if (!blocks) return;
+  std::printf("\n%-8s %-7s %-5s %-6s %-12s %-10s %s\n", "STRIPE", "HEALTHY", "BLOCK", "DEVICE",
+              "LBA", "CRC32C", "STATE");
+  for (const v1::StripeInfo& s : o.stripes()) {
+    for (const v1::BlockInfo& b : s.blocks()) {
+      std::printf("%-8llu %u/%-5llu %-5u %-6u %-12llu %08x   %s\n",
+                  static_cast<unsigned long long>(s.index()), s.healthy_blocks(),
+                  static_cast<unsigned long long>(width), b.index(), b.device(),
+                  static_cast<unsigned long long>(b.lba()), b.crc32c(),
+                  b.healthy() ? "ok" : "BAD");
+    }
+  }
+}
+
+void List(Client& c) {
+  v1::ListResponse response;
+  auto context = c.Context();
+  c.Check(c.objects().List(context.get(), v1::ListRequest(), &response), "ls");
+  if (c.globals().json) return PrintJson(response);
+  std::printf("%-32s %12s %-6s %-12s %8s %9s\n", "NAME", "SIZE", "SHAPE", "MATRIX", "STRIPES",
+              "DEGRADED");
+  for (const v1::ObjectInfo& o : response.objects()) {
+    std::printf("%-32s %12s %-6s %-12s %8llu %9llu\n", o.name().c_str(),
+                FormatSize(o.size()).c_str(), Shape(o).c_str(), MatrixName(o.matrix()),
+                static_cast<unsigned long long>(o.stripe_count()),
+                static_cast<unsigned long long>(o.degraded_stripes()));
+  }
+}
+
+void Remove(Client& c, const std::string& name) {
+  v1::DeleteRequest request;
+  request.set_name(name);
+  v1::DeleteResponse response;
+  auto context = c.Context();
+  c.Check(c.objects().Delete(context.get(), request, &response), absl::StrCat("rm ", name));
+  if (c.globals().json) return PrintJson(response);
+  std::printf("removed %s (freed %s)\n", name.c_str(), FormatSize(response.freed_bytes()).c_str());
+}
+
+// ---- devices
+
+void DeviceList(Client& c) {
+  v1::ListDevicesResponse response;
+  auto context = c.Context();
+  c.Check(c.devices().List(context.get(), v1::ListDevicesRequest(), &response), "device ls");
+  if (c.globals().json) return PrintJson(response);
+  std::printf("%-4s %-7s %11s %11s %11s %8s  %s\n", "ID", "STATE", "SIZE", "USED", "FREE",
+              "BLOCKS", "PATH");
+  for (const v1::DeviceInfo& d : response.devices()) {
+    std::printf("%-4u %-7s %11s %11s %11s %8llu  %s\n", d.id(),
+                d.state() == v1::DEVICE_STATE_FAILED ? "failed" : "online",
+                FormatSize(d.size_bytes()).c_str(), FormatSize(d.used_bytes()).c_str(),
+                FormatSize(d.free_bytes()).c_str(), static_cast<unsigned long long>(d.blocks()),
+                d.path().c_str());
+  }
+}
+
+void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
+  v1::SetDeviceStateRequest request;
+  request.set_id(id);
+  request.set_state(state);
+  v1::SetDeviceStateResponse response;
+  auto context = c.Context();
+  const char* verb = state == v1::DEVICE_STATE_FAILED ? "fail" : "online";
+  c.Check(c.devices().SetState(context.get(), request, &response),
+          absl::StrCat("device ", verb, " ", id));
+  if (c.globals().json) return PrintJson(response);
+  std::printf("device %u is now %s\n", id, state == v1::DEVICE_STATE_FAILED ? "failed" : "online");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Globals g;
+  CLI::App app{"ecctl: operate an ecd erasure-coding storage daemon"};
+  app.require_subcommand(1);
+  app.add_option("--addr", g.addr, "ecd address, host:port or unix:/path")->capture_default_str();
+  app.add_flag("--json", g.json, "Print machine-readable JSON");
+  app.add_option("--timeout", g.timeout, "Give up after this many seconds (0: never)");
+
+  std::string file, name, matrix = "cauchy", block_size, out, offset, length;
+  uint32_t m = 0, k = 0, device = 0;
+  bool blocks = false, verify = false;
+
+  auto* encode = app.add_subcommand("encode", "Store a file as a new erasure-coded object");
+  encode->add_option("FILE", file, "File to store, or - for stdin")->required();
+  encode->add_option("--name", name, "Object name (default: the file's name)");
+  encode->add_option("--data,-m", m, "Data blocks per stripe M (1..128; default 4)");
+  encode->add_option("--parity,-k", k, "Parity blocks per stripe K (1..32; default 2)");
+  encode->add_option("--matrix", matrix, "cauchy or vandermonde")->capture_default_str();
+  encode->add_option("--block-size", block_size, "Block size, a multiple of 64 (e.g. 64K, 1M)");
+
+  auto* read = app.add_subcommand("read", "Read an object (rebuilding lost blocks) into a file");
+  read->add_option("NAME", name, "Object name")->required();
+  read->add_option("-o,--output", out, "Output file, or - for stdout")->required();
+  read->add_option("--offset", offset, "First byte to read");
+  read->add_option("--length", length, "Bytes to read (default: to the end)");
+
+  auto* recover = app.add_subcommand("recover", "Check every block and rebuild the bad ones");
+  recover->add_option("NAME", name, "Object name")->required();
+
+  auto* stat = app.add_subcommand("stat", "Show an object and its health per stripe");
+  stat->add_option("NAME", name, "Object name")->required();
+  stat->add_flag("--blocks", blocks, "List every block of every stripe");
+  stat->add_flag("--verify", verify, "Read every block and check its CRC32C");
+
+  auto* ls = app.add_subcommand("ls", "List objects");
+  auto* rm = app.add_subcommand("rm", "Delete an object");
+  rm->add_option("NAME", name, "Object name")->required();
+
+  auto* dev = app.add_subcommand("device", "Devices");
+  dev->require_subcommand(1);
+  auto* dev_ls = dev->add_subcommand("ls", "List devices");
+  auto* dev_fail = dev->add_subcommand("fail", "Take a device out of service");
+  dev_fail->add_option("DEV", device, "Device id")->required();
+  auto* dev_online = dev->add_subcommand("online", "Put a device back in service");
+  dev_online->add_option("DEV", device, "Device id")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    std::fprintf(stderr, "ecctl: %s; see ecctl --help\n", what.c_str());
+    return 2;
+  }
+
+  try {
+    Client c(g);
+    if (encode->parsed()) {
+      Encode(c, file, name, m, k, matrix, block_size);
+    } else if (read->parsed()) {
+      Read(c, name, out, offset, length);
+    } else if (recover->parsed()) {
+      Recover(c, name);
+    } else if (stat->parsed()) {
+      Stat(c, name, blocks, verify);
+    } else if (ls->parsed()) {
+      List(c);
+    } else if (rm->parsed()) {
+      Remove(c, name);
+    } else if (dev_ls->parsed()) {
+      DeviceList(c);
+    } else if (dev_fail->parsed()) {
+      DeviceSet(c, device, v1::DEVICE_STATE_FAILED);
+    } else if (dev_online->parsed()) {
+      DeviceSet(c, device, v1::DEVICE_STATE_ONLINE);
+    }
+  } catch (const Failure& f) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "ecctl: %s\n", f.message.c_str());
+    return f.exit_code;
+  }
+  return 0;
+}

@@ -1,0 +1,80 @@
+// Conversions between lib/store types and ecd.v1 messages.
+#include "daemon/convert.h"
+
+#include <string>
+
+namespace ecd::daemon {
+
+grpc::Status ToGrpc(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+v1::MatrixType ToProto(ec::MatrixType type) {
+  return type == ec::MatrixType::kVandermonde ? v1::MATRIX_TYPE_VANDERMONDE
+                                              : v1::MATRIX_TYPE_CAUCHY;
+}
+
+ec::MatrixType FromProto(v1::MatrixType type) {
+  return type == v1::MATRIX_TYPE_VANDERMONDE ? ec::MatrixType::kVandermonde
+                                             : ec::MatrixType::kCauchy;
+}
+
+v1::DeviceState ToProto(store::DeviceState state) {
+  return state == store::DeviceState::kFailed ? v1::DEVICE_STATE_FAILED
+                                              : v1::DEVICE_STATE_ONLINE;
+}
+
+void ToProto(const store::ObjectRecord& o, v1::ObjectInfo* out) {
+  out->set_name(o.name);
+  out->set_size(o.size);
+  out->set_data_blocks(o.data_blocks);
+  out->set_parity_blocks(o.parity_blocks);
+  out->set_matrix(ToProto(o.matrix));
+  out->set_block_size(o.block_size);
+  out->set_stripe_count(o.stripe_count);
+  out->set_created_unix_ms(o.created_unix_ms);
+}
+
+void ToProto(const store::ObjectStatus& s, bool with_stripes, v1::ObjectInfo* out) {
+  ToProto(s.object, out);
+  out->set_degraded_stripes(s.degraded_stripes);
+  out->set_lost_stripes(s.lost_stripes);
+  if (!with_stripes) return;
+  for (const store::StripeStatus& stripe : s.stripes) {
+    v1::StripeInfo* si = out->add_stripes();
+    si->set_index(stripe.index);
+    si->set_healthy_blocks(stripe.healthy_blocks);
+    for (const store::BlockStatus& b : stripe.blocks) {
+      v1::BlockInfo* bi = si->add_blocks();
+      bi->set_index(b.record.index);
+      bi->set_device(b.record.device);
+      bi->set_lba(b.record.lba);
+      bi->set_lba_count(b.record.lba_count);
+      bi->set_crc32c(b.record.crc32c);
+      bi->set_healthy(b.healthy);
+    }
+  }
+}
+
+void ToProto(const store::DeviceStatus& d, v1::DeviceInfo* out) {
+  out->set_id(d.record.id);
+  out->set_path(d.record.path);
+  out->set_state(ToProto(d.record.state));
+  out->set_size_bytes(d.record.size_bytes);
+  out->set_used_bytes(d.used_bytes);
+  out->set_free_bytes(d.free_bytes);
+  out->set_lba_size(d.record.lba_size);
+  out->set_blocks(d.blocks);
+}
+
+void ToProto(const store::RecoverProgress& p, v1::RecoverProgress* out) {
+  out->set_stripes_total(p.stripes_total);
+  out->set_stripes_done(p.stripes_done);
+  out->set_blocks_checked(p.blocks_checked);
+  out->set_blocks_rebuilt(p.blocks_rebuilt);
+  out->set_bytes_rebuilt(p.bytes_rebuilt);
+}
+
+}  // namespace ecd::daemon

@@ -1,0 +1,161 @@
+// ecd: the erasure-coding storage daemon. Parses flags (or a config file), opens the store,
+// serves ecd.v1 and grpc.health.v1 over gRPC on TCP and optionally a Unix socket, and shuts down
+// cleanly on SIGTERM or SIGINT.
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "daemon/services.h"
+#include "lib/store/store.h"
+#include "lib/util/log.h"
+#include "lib/util/size.h"
+
+namespace {
+
+struct Flags {
+  std::string data_dir = "./var/ecd";
+  int devices = 8;
+  std::string device_size = "1G";
+  std::string lba_size = "4K";
+  std::string listen = "127.0.0.1:7400";
+  std::string unix_socket;
+  std::string port_file;
+  std::string block_size = "1M";
+  uint32_t data_blocks = 4;
+  uint32_t parity_blocks = 2;
+  std::string max_stripe_memory = "512M";
+  std::string log_level = "info";
+};
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "ecd: %s\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"ecd: erasure-coding storage daemon"};
+  app.set_config("--config", "", "Read options from an INI/TOML file (key = value, flag names)");
+  app.add_option("--data-dir", f.data_dir, "Directory for the catalog and namespace files")
+      ->capture_default_str();
+  app.add_option("--devices", f.devices, "Number of devices (namespace files) to create")
+      ->capture_default_str();
+  app.add_option("--device-size", f.device_size, "Size of each new device (e.g. 1G)")
+      ->capture_default_str();
+  app.add_option("--lba-size", f.lba_size, "LBA size of new devices")->capture_default_str();
+  app.add_option("--listen", f.listen, "TCP address to serve gRPC on (port 0 picks one)")
+      ->capture_default_str();
+  app.add_option("--unix-socket", f.unix_socket, "Also serve gRPC on this Unix socket path");
+  app.add_option("--port-file", f.port_file, "Write the bound TCP port to this file");
+  app.add_option("--block-size", f.block_size, "Default block size of new objects")
+      ->capture_default_str();
+  app.add_option("--data-blocks", f.data_blocks, "Default M of new objects")->capture_default_str();
+  app.add_option("--parity-blocks", f.parity_blocks, "Default K of new objects")
+      ->capture_default_str();
+  app.add_option("--max-stripe-memory", f.max_stripe_memory,
+                 "Largest stripe ((M+K) x block size) a request may hold in memory")
+      ->capture_default_str();
+  app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    return Fail(absl::StrCat(e.what(), "; see ecd --help"));
+  }
+
+  if (f.log_level == "debug") {
+    ecd::MinLogLevel() = static_cast<int>(ecd::LogLevel::kDebug);
+  } else if (f.log_level == "warn") {
+    ecd::MinLogLevel() = static_cast<int>(ecd::LogLevel::kWarning);
+  } else if (f.log_level == "error") {
+    ecd::MinLogLevel() = static_cast<int>(ecd::LogLevel::kError);
+  } else if (f.log_level != "info") {
+    return Fail("--log-level must be debug, info, warn or error");
+  }
+
+  ecd::store::StoreOptions options;
+  options.data_dir = f.data_dir;
+  options.device_count = f.devices;
+  options.default_data_blocks = f.data_blocks;
+  options.default_parity_blocks = f.parity_blocks;
+  for (auto [text, out, flag] :
+       {std::tuple<std::string*, uint64_t*, const char*>{&f.device_size, &options.device_size,
+                                                         "--device-size"},
+        {&f.block_size, &options.default_block_size, "--block-size"},
+        {&f.max_stripe_memory, &options.max_stripe_bytes, "--max-stripe-memory"}}) {
+    absl::StatusOr<uint64_t> v = ecd::ParseSize(*text);
+    if (!v.ok()) return Fail(absl::StrCat(flag, ": ", v.status().message()));
+    *out = *v;
+  }
+  absl::StatusOr<uint64_t> lba = ecd::ParseSize(f.lba_size);
+  if (!lba.ok()) return Fail(absl::StrCat("--lba-size: ", lba.status().message()));
+  options.lba_size = static_cast<uint32_t>(*lba);
+
+  // Signals are taken by one thread with sigwait; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<ecd::store::Store>> store = ecd::store::Store::Open(options);
+  if (!store.ok()) {
+    ecd::Log(ecd::LogLevel::kError, "cannot open the store in %s: %s", f.data_dir,
+             store.status().ToString());
+    return 1;
+  }
+
+  ecd::daemon::ObjectsService objects(store->get());
+  ecd::daemon::DevicesService devices(store->get());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(f.listen, grpc::InsecureServerCredentials(), &port);
+  if (!f.unix_socket.empty()) {
+    std::remove(f.unix_socket.c_str());  // A socket left by an earlier run.
+    builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
+                             grpc::InsecureServerCredentials());
+  }
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.RegisterService(&objects);
+  builder.RegisterService(&devices);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    ecd::Log(ecd::LogLevel::kError, "cannot listen on %s%s%s (is another ecd running?)", f.listen,
+             f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
+    return 1;
+  }
+  server->GetHealthCheckService()->SetServingStatus(true);
+  if (!f.port_file.empty()) {
+    std::ofstream(f.port_file) << port << "\n";
+  }
+  ecd::Log(ecd::LogLevel::kInfo, "ecd serving on %s (port %d)%s%s, data dir %s", f.listen, port,
+           f.unix_socket.empty() ? "" : " and unix:", f.unix_socket, f.data_dir);
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    ecd::Log(ecd::LogLevel::kInfo, "%s received: shutting down", sig == SIGTERM ? "SIGTERM"
+                                                                               : "SIGINT");
+    server->GetHealthCheckService()->SetServingStatus(false);
+    // In-flight requests get 10 s to finish; then they are cancelled.
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  });
+  server->Wait();
+  waiter.join();
+  server.reset();
+  store->reset();
+  ecd::Log(ecd::LogLevel::kInfo, "ecd stopped");
+  return 0;
+}

@@ -1,0 +1,215 @@
+// Objects and Devices services: stream adapters between gRPC and the Store.
+#include "daemon/services.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "daemon/convert.h"
+
+namespace ecd::daemon {
+namespace {
+
+// Streamed read responses carry at most this many bytes each.
+constexpr size_t kReadChunk = 1 << 20;
+
+// Feeds the data of an Encode stream to the store, the first message's bytes included.
+class EncodeStreamSource final : public store::ByteSource {
+ public:
+  EncodeStreamSource(grpc::ServerContext* context, grpc::ServerReader<v1::EncodeRequest>* reader,
+                     v1::EncodeRequest first)
+      : context_(context), reader_(reader), current_(std::move(first)) {}
+
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    while (at_ == current_.data().size()) {
+      if (done_) return 0;
+      current_.Clear();
+      at_ = 0;
+      if (!reader_->Read(&current_)) {
+        done_ = true;
+        if (context_->IsCancelled()) {
+          return absl::CancelledError("the client cancelled the encode; nothing was stored");
+        }
+        return 0;
+      }
+      if (current_.has_header()) {
+        return absl::InvalidArgumentError(
+            "only the first EncodeRequest of a stream may carry a header");
+      }
+    }
+    const size_t n = std::min(buffer.size(), current_.data().size() - at_);
+    std::copy_n(current_.data().data() + at_, n, buffer.data());
+    at_ += n;
+    return n;
+  }
+
+ private:
+  grpc::ServerContext* const context_;
+  grpc::ServerReader<v1::EncodeRequest>* const reader_;
+  v1::EncodeRequest current_;
+  size_t at_ = 0;
+  bool done_ = false;
+};
+
+// Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes.
+class ReadStreamSink final : public store::ByteSink {
+ public:
+  explicit ReadStreamSink(grpc::ServerWriter<v1::ReadResponse>* writer) : writer_(writer) {}
+
+  absl::Status Start(uint64_t object_size) override {
+    pending_.set_object_size(object_size);
+    return absl::OkStatus();
+  }
+
+  absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
+    pending_.set_reconstructed_blocks(pending_.reconstructed_blocks() + reconstructed);
+    while (!data.empty()) {
+      const size_t room = kReadChunk - pending_.data().size();
+      const size_t n = std::min(room, data.size());
+      pending_.mutable_data()->append(reinterpret_cast<const char*>(data.data()), n);
+      data.remove_prefix(n);
+      if (pending_.data().size() == kReadChunk) {
+        if (absl::Status s = Send(); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Sends what is buffered; also sends one (empty) message when nothing was sent at all, so
+  // the client always learns the object's size.
+  absl::Status Finish() {
+    if (!pending_.data().empty() || !sent_any_) return Send();
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Send() {
+    if (!writer_->Write(pending_)) return absl::CancelledError("the client went away");
+    sent_any_ = true;
+    pending_.Clear();
+    return absl::OkStatus();
+  }
+
+  grpc::ServerWriter<v1::ReadResponse>* const writer_;
+  v1::ReadResponse pending_;
+  bool sent_any_ = false;
+};
+
+}  // namespace
+
+grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
+                                    grpc::ServerReader<v1::EncodeRequest>* reader,
+                                    v1::EncodeResponse* response) {
+  v1::EncodeRequest first;
+  if (!reader->Read(&first)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "empty Encode stream: the first message must carry a header");
+  }
+  if (!first.has_header()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first EncodeRequest must carry a header (name, shape)");
+  }
+  const v1::EncodeHeader& h = first.header();
+  store::EncodeParams params;
+  params.name = h.name();
+  params.data_blocks = h.data_blocks();
+  params.parity_blocks = h.parity_blocks();
+  params.block_size = h.block_size();
+  params.matrix = FromProto(h.matrix());
+  if (h.matrix() != v1::MATRIX_TYPE_UNSPECIFIED && h.matrix() != v1::MATRIX_TYPE_CAUCHY &&
+      h.matrix() != v1::MATRIX_TYPE_VANDERMONDE) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("unknown matrix type ", h.matrix(),
+                                     "; use cauchy or vandermonde"));
+  }
+  EncodeStreamSource source(context, reader, std::move(first));
+  absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source);
+  if (!object.ok()) return ToGrpc(object.status());
+  ToProto(*object, response->mutable_object());
+  return grpc::Status::OK;
+}
+
+grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRequest* request,
+                                  grpc::ServerWriter<v1::ReadResponse>* writer) {
+  ReadStreamSink sink(writer);
+  absl::Status s = store_->Read(request->name(), request->offset(), request->length(), sink);
+  if (s.ok()) s = sink.Finish();
+  return ToGrpc(s);
+}
+
+grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRequest* request,
+                                  v1::StatResponse* response) {
+  absl::StatusOr<store::ObjectStatus> status =
+      store_->Stat(request->name(), request->blocks(), request->verify());
+  if (!status.ok()) return ToGrpc(status.status());
+  ToProto(*status, /*with_stripes=*/true, response->mutable_object());
+  return grpc::Status::OK;
+}
+
+grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRequest* request,
+                                  v1::ListResponse* response) {
+  absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
+  if (!objects.ok()) return ToGrpc(objects.status());
+  for (const store::ObjectStatus& o : *objects) {
+    ToProto(o, /*with_stripes=*/false, response->add_objects());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status ObjectsService::Delete(grpc::ServerContext* context,
+                                    const v1::DeleteRequest* request,
+                                    v1::DeleteResponse* response) {
+  absl::StatusOr<uint64_t> freed = store_->Delete(request->name());
+  if (!freed.ok()) return ToGrpc(freed.status());
+  response->set_freed_bytes(*freed);
+  return grpc::Status::OK;
+}
+
+grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
+                                     const v1::RecoverRequest* request,
+                                     grpc::ServerWriter<v1::RecoverProgress>* writer) {
+  absl::StatusOr<store::RecoverProgress> done =
+      store_->Recover(request->name(), [&](const store::RecoverProgress& p) {
+        v1::RecoverProgress message;
+        ToProto(p, &message);
+        writer->Write(message);  // A vanished client does not stop the repair.
+      });
+  if (!done.ok()) return ToGrpc(done.status());
+  v1::RecoverProgress last;
+  ToProto(*done, &last);
+  last.set_done(true);
+  writer->Write(last);
+  return grpc::Status::OK;
+}
+
+grpc::Status DevicesService::List(grpc::ServerContext* context,
+                                  const v1::ListDevicesRequest* request,
+                                  v1::ListDevicesResponse* response) {
+  absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
+  if (!devices.ok()) return ToGrpc(devices.status());
+  for (const store::DeviceStatus& d : *devices) ToProto(d, response->add_devices());
+  return grpc::Status::OK;
+}
+
+grpc::Status DevicesService::SetState(grpc::ServerContext* context,
+                                      const v1::SetDeviceStateRequest* request,
+                                      v1::SetDeviceStateResponse* response) {
+  store::DeviceState state;
+  switch (request->state()) {
+    case v1::DEVICE_STATE_ONLINE:
+      state = store::DeviceState::kOnline;
+      break;
+    case v1::DEVICE_STATE_FAILED:
+      state = store::DeviceState::kFailed;
+      break;
+    default:
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "device state must be ONLINE or FAILED");
+  }
+  absl::StatusOr<store::DeviceStatus> device = store_->SetDeviceState(request->id(), state);
+  if (!device.ok()) return ToGrpc(device.status());
+  ToProto(*device, response->mutable_device());
+  return grpc::Status::OK;
+}
+
+}  // namespace ecd::daemon

@@ -1,0 +1,49 @@
+// The gRPC services of ecd.v1 (Objects, Devices), adapting lib/store to the wire. They hold no
+// state of their own; every request is one call into the Store.
+#ifndef ECD_DAEMON_SERVICES_H_
+#define ECD_DAEMON_SERVICES_H_
+
+#include "ecd/v1/ecd.grpc.pb.h"
+#include "lib/store/store.h"
+
+namespace ecd::daemon {
+
+class ObjectsService final : public v1::Objects::Service {
+ public:
+  // `store` must outlive the service.
+  explicit ObjectsService(store::Store* store) : store_(store) {}
+
+  grpc::Status Encode(grpc::ServerContext* context,
+                      grpc::ServerReader<v1::EncodeRequest>* reader,
+                      v1::EncodeResponse* response) override;
+  grpc::Status Read(grpc::ServerContext* context, const v1::ReadRequest* request,
+                    grpc::ServerWriter<v1::ReadResponse>* writer) override;
+  grpc::Status Stat(grpc::ServerContext* context, const v1::StatRequest* request,
+                    v1::StatResponse* response) override;
+  grpc::Status List(grpc::ServerContext* context, const v1::ListRequest* request,
+                    v1::ListResponse* response) override;
+  grpc::Status Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
+                      v1::DeleteResponse* response) override;
+  grpc::Status Recover(grpc::ServerContext* context, const v1::RecoverRequest* request,
+                       grpc::ServerWriter<v1::RecoverProgress>* writer) override;
+
+ private:
+  store::Store* const store_;
+};
+
+class DevicesService final : public v1::Devices::Service {
+ public:
+  explicit DevicesService(store::Store* store) : store_(store) {}
+
+  grpc::Status List(grpc::ServerContext* context, const v1::ListDevicesRequest* request,
+                    v1::ListDevicesResponse* response) override;
+  grpc::Status SetState(grpc::ServerContext* context, const v1::SetDeviceStateRequest* request,
+                        v1::SetDeviceStateResponse* response) override;
+
+ private:
+  store::Store* const store_;
+};
+
+}  // namespace ecd::daemon
+
+#endif  // ECD_DAEMON_SERVICES_H_

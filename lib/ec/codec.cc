@@ -1,0 +1,225 @@
+// Codec on ISA-L: encode with precomputed tables; reconstruct by inverting the survivors' rows of
+// the generator, with a bounded cache of decode tables keyed by the erasure pattern.
+#include "lib/ec/codec.h"
+
+#include <isa-l/erasure_code.h>
+
+#include <algorithm>
+#include <list>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ecd::ec {
+namespace {
+
+constexpr size_t kDecodeCacheEntries = 64;
+
+// The Vandermonde verdict per (M, K), computed once: the check can take a while.
+absl::Status CachedVandermondeCheck(int data, int parity) {
+  static std::mutex mu;
+  static std::map<std::pair<int, int>, absl::Status> verdicts;
+  {
+    std::lock_guard lock(mu);
+    auto it = verdicts.find({data, parity});
+    if (it != verdicts.end()) return it->second;
+  }
+  absl::Status s = CheckEveryErasurePatternDecodes(
+      CodingMatrix(MatrixType::kVandermonde, data, parity), data, parity);
+  std::lock_guard lock(mu);
+  verdicts.emplace(std::make_pair(data, parity), s);
+  return s;
+}
+
+template <typename Span>
+absl::Status CheckBlocks(const Span& blocks, size_t count, const char* what, size_t* length) {
+  if (blocks.size() != count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", count, " ", what, " blocks, got ", blocks.size()));
+  }
+  for (const auto& b : blocks) {
+    if (b.size() != blocks[0].size()) {
+      return absl::InvalidArgumentError(absl::StrCat("blocks differ in length (", b.size(),
+                                                     " vs ", blocks[0].size(), ")"));
+    }
+    if (b.data() == nullptr) return absl::InvalidArgumentError("null block buffer");
+  }
+  *length = blocks.empty() ? 0 : blocks[0].size();
+  return ValidateBlockSize(*length);
+}
+
+// Returns InvalidArgument if any two of the [begin, begin+len) ranges overlap.
+absl::Status CheckDisjoint(std::vector<const uint8_t*> starts, size_t len) {
+  std::sort(starts.begin(), starts.end());
+  for (size_t i = 1; i < starts.size(); ++i) {
+    if (starts[i] < starts[i - 1] + len) {
+      return absl::InvalidArgumentError("block buffers overlap; give each block its own memory");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Decode tables for one (survivors, wanted) pattern, in a small LRU.
+struct Codec::DecodeCache {
+  using Key = std::pair<std::vector<int>, std::vector<int>>;
+  std::mutex mu;
+  std::list<std::pair<Key, std::shared_ptr<const std::vector<uint8_t>>>> entries;  // MRU first.
+};
+
+Codec::Codec(MatrixType type, int data, int parity, std::vector<uint8_t> coding)
+    : type_(type),
+      data_(data),
+      parity_(parity),
+      coding_(std::move(coding)),
+      encode_tables_(static_cast<size_t>(32) * data * parity),
+      cache_(std::make_unique<DecodeCache>()) {
+  ec_init_tables(data_, parity_, coding_.data(), encode_tables_.data());
+}
+
+Codec::~Codec() = default;
+
+absl::StatusOr<std::shared_ptr<const Codec>> Codec::Create(MatrixType type, int data,
+                                                           int parity) {
+  if (absl::Status s = ValidateShape(data, parity); !s.ok()) return s;
+  if (type == MatrixType::kVandermonde) {
+    if (absl::Status s = CachedVandermondeCheck(data, parity); !s.ok()) return s;
+  }
+  return std::shared_ptr<const Codec>(
+      new Codec(type, data, parity, CodingMatrix(type, data, parity)));
+}
+
+absl::Status Codec::Encode(absl::Span<const absl::Span<const uint8_t>> data,
+                           absl::Span<const absl::Span<uint8_t>> parity) const {
+  size_t len = 0, parity_len = 0;
+  if (absl::Status s = CheckBlocks(data, data_, "data", &len); !s.ok()) return s;
+  if (absl::Status s = CheckBlocks(parity, parity_, "parity", &parity_len); !s.ok()) return s;
+  if (len != parity_len) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data blocks are ", len, " bytes but parity blocks ", parity_len));
+  }
+  std::vector<const uint8_t*> starts;
+  std::vector<uint8_t*> in(data_), out(parity_);
+  for (int i = 0; i < data_; ++i) {
+    in[i] = const_cast<uint8_t*>(data[i].data());
+    starts.push_back(in[i]);
+  }
+  for (int j = 0; j < parity_; ++j) {
+    out[j] = parity[j].data();
+    starts.push_back(out[j]);
+  }
+  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
+  ec_encode_data(static_cast<int>(len), data_, parity_, const_cast<uint8_t*>(encode_tables_.data()),
+                 in.data(), out.data());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> Codec::DecodeTables(
+    const std::vector<int>& survivors, const std::vector<int>& wanted) const {
+  DecodeCache::Key key{survivors, wanted};
+  {
+    std::lock_guard lock(cache_->mu);
+    for (auto it = cache_->entries.begin(); it != cache_->entries.end(); ++it) {
+      if (it->first == key) {
+        cache_->entries.splice(cache_->entries.begin(), cache_->entries, it);
+        return it->second;
+      }
+    }
+  }
+  const int m = data_;
+  // Rows of the generator [I; A] for the survivors.
+  std::vector<uint8_t> sub(static_cast<size_t>(m) * m, 0), inverse(static_cast<size_t>(m) * m);
+  for (int r = 0; r < m; ++r) {
+    const int idx = survivors[r];
+    for (int c = 0; c < m; ++c) {
+      sub[r * m + c] = idx < m ? (idx == c ? 1 : 0) : coding_[(idx - m) * m + c];
+    }
+  }
+  if (gf_invert_matrix(sub.data(), inverse.data(), m) != 0) {
+    return absl::DataLossError("the surviving blocks form a singular matrix");
+  }
+  const int n = static_cast<int>(wanted.size());
+  std::vector<uint8_t> rows(static_cast<size_t>(n) * m);
+  for (int w = 0; w < n; ++w) {
+    const int idx = wanted[w];
+    for (int c = 0; c < m; ++c) {
+      if (idx < m) {
+        rows[w * m + c] = inverse[idx * m + c];
+      } else {
+        uint8_t v = 0;  // Parity row times the inverse.
+        for (int t = 0; t < m; ++t) {
+          v ^= static_cast<uint8_t>(gf_mul(coding_[(idx - m) * m + t], inverse[t * m + c]));
+        }
+        rows[w * m + c] = v;
+      }
+    }
+  }
+  auto tables = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(32) * m * n);
+  ec_init_tables(m, n, rows.data(), tables->data());
+  std::lock_guard lock(cache_->mu);
+  cache_->entries.emplace_front(std::move(key), tables);
+  if (cache_->entries.size() > kDecodeCacheEntries) cache_->entries.pop_back();
+  return std::shared_ptr<const std::vector<uint8_t>>(tables);
+}
+
+absl::Status Codec::Reconstruct(absl::Span<const absl::Span<uint8_t>> blocks,
+                                absl::Span<const int> available,
+                                absl::Span<const int> wanted) const {
+  size_t len = 0;
+  if (absl::Status s = CheckBlocks(blocks, total_blocks(), "stripe", &len); !s.ok()) return s;
+  std::vector<int> seen(total_blocks(), 0);
+  for (int i : available) {
+    if (i < 0 || i >= total_blocks() || seen[i]++) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("available block index ", i, " is out of range or repeated"));
+    }
+  }
+  std::vector<int> want(wanted.begin(), wanted.end());
+  for (int i : want) {
+    if (i < 0 || i >= total_blocks() || seen[i]++) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "wanted block index ", i, " is out of range, repeated or also available"));
+    }
+  }
+  if (static_cast<int>(available.size()) < data_) {
+    return absl::DataLossError(absl::StrCat("only ", available.size(), " of the ", data_,
+                                            " blocks needed to rebuild are available"));
+  }
+  if (want.empty()) return absl::OkStatus();
+  std::vector<const uint8_t*> starts;
+  for (const auto& b : blocks) starts.push_back(b.data());
+  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
+  std::sort(want.begin(), want.end());
+  std::vector<int> pool(available.begin(), available.end());
+  std::sort(pool.begin(), pool.end());
+
+  // The first M available blocks; if they are singular (possible only for a non-MDS matrix),
+  // try the other M-subsets of the available ones, a bounded number of times.
+  std::vector<bool> pick(pool.size(), false);
+  std::fill(pick.begin(), pick.begin() + data_, true);
+  absl::Status last = absl::DataLossError("no invertible set of surviving blocks");
+  for (int attempt = 0; attempt < 256; ++attempt) {
+    std::vector<int> survivors;
+    for (size_t x = 0; x < pool.size(); ++x) {
+      if (pick[x]) survivors.push_back(pool[x]);
+    }
+    absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> tables =
+        DecodeTables(survivors, want);
+    if (tables.ok()) {
+      std::vector<uint8_t*> in, out;
+      for (int i : survivors) in.push_back(blocks[i].data());
+      for (int i : want) out.push_back(blocks[i].data());
+      ec_encode_data(static_cast<int>(len), data_, static_cast<int>(want.size()),
+                     const_cast<uint8_t*>((*tables)->data()), in.data(), out.data());
+      return absl::OkStatus();
+    }
+    last = tables.status();
+    if (!std::prev_permutation(pick.begin(), pick.end())) break;
+  }
+  return last;
+}
+
+}  // namespace ecd::ec

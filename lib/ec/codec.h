@@ -1,0 +1,73 @@
+// Codec: erasure-codes one stripe of M data blocks into K parity blocks and rebuilds any lost
+// blocks from any M survivors, on ISA-L.
+//
+// Small and hard to misuse (in the spirit of klauspost/reedsolomon): a Codec is immutable once
+// created, checks every shape and buffer it is given, and returns absl::Status instead of
+// producing wrong bytes.
+//
+// Thread safety: all methods are const and safe to call concurrently on one Codec.
+// Buffers: the caller owns every block buffer; a call reads and writes them only until it
+// returns. Blocks of one call must not overlap.
+#ifndef ECD_LIB_EC_CODEC_H_
+#define ECD_LIB_EC_CODEC_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "lib/ec/matrix.h"
+
+namespace ecd::ec {
+
+class Codec {
+ public:
+  // Creates a codec for `data` (M) data and `parity` (K) parity blocks. Returns InvalidArgument
+  // for a shape out of range, or for a Vandermonde matrix with any undecodable erasure pattern.
+  static absl::StatusOr<std::shared_ptr<const Codec>> Create(MatrixType type, int data,
+                                                             int parity);
+  ~Codec();
+  Codec(const Codec&) = delete;
+  Codec& operator=(const Codec&) = delete;
+
+  int data_blocks() const { return data_; }
+  int parity_blocks() const { return parity_; }
+  int total_blocks() const { return data_ + parity_; }
+  MatrixType matrix_type() const { return type_; }
+
+  // Computes the K parity blocks of the M data blocks.
+  // REQUIRES: data.size() == M, parity.size() == K, every block the same length, which passes
+  // ValidateBlockSize. Returns InvalidArgument otherwise, with `parity` untouched.
+  absl::Status Encode(absl::Span<const absl::Span<const uint8_t>> data,
+                      absl::Span<const absl::Span<uint8_t>> parity) const;
+
+  // Rebuilds the blocks listed in `wanted` from the blocks listed in `available`.
+  // `blocks` holds all M+K blocks of the stripe in index order (0..M-1 data, M.. parity), each the
+  // same length; only the `available` ones are read and only the `wanted` ones are written.
+  // Returns DataLoss when fewer than M blocks are available, InvalidArgument for bad indices or
+  // buffers (then nothing is written).
+  absl::Status Reconstruct(absl::Span<const absl::Span<uint8_t>> blocks,
+                           absl::Span<const int> available, absl::Span<const int> wanted) const;
+
+ private:
+  struct DecodeCache;
+
+  Codec(MatrixType type, int data, int parity, std::vector<uint8_t> coding);
+  // ISA-L tables rebuilding `wanted` from the M `survivors` (both ascending); DataLoss when the
+  // survivors' rows are singular.
+  absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> DecodeTables(
+      const std::vector<int>& survivors, const std::vector<int>& wanted) const;
+
+  MatrixType type_;
+  int data_;
+  int parity_;
+  std::vector<uint8_t> coding_;        // K x M, as CodingMatrix returns.
+  std::vector<uint8_t> encode_tables_;  // ISA-L expanded tables for `coding_`.
+  std::unique_ptr<DecodeCache> cache_;  // Thread-safe; mutable state behind a const API.
+};
+
+}  // namespace ecd::ec
+
+#endif  // ECD_LIB_EC_CODEC_H_

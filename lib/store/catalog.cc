@@ -1,0 +1,451 @@
+// The SQLite catalog: schema, transactions and queries.
+#include "lib/store/catalog.h"
+
+#include <sqlite3.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace ecd::store {
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS meta(
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS devices(
+  id         INTEGER PRIMARY KEY,
+  path       TEXT NOT NULL UNIQUE,
+  size_bytes INTEGER NOT NULL,
+  lba_size   INTEGER NOT NULL,
+  state      TEXT NOT NULL CHECK (state IN ('online', 'failed')));
+CREATE TABLE IF NOT EXISTS objects(
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  name            TEXT NOT NULL UNIQUE,
+  state           TEXT NOT NULL CHECK (state IN ('pending', 'committed')),
+  size            INTEGER NOT NULL,
+  data_blocks     INTEGER NOT NULL,
+  parity_blocks   INTEGER NOT NULL,
+  matrix          TEXT NOT NULL CHECK (matrix IN ('cauchy', 'vandermonde')),
+  block_size      INTEGER NOT NULL,
+  stripe_count    INTEGER NOT NULL,
+  created_unix_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS blocks(
+  object_id INTEGER NOT NULL REFERENCES objects(id) ON DELETE CASCADE,
+  stripe    INTEGER NOT NULL,
+  idx       INTEGER NOT NULL,
+  device_id INTEGER NOT NULL REFERENCES devices(id),
+  lba       INTEGER NOT NULL,
+  lba_count INTEGER NOT NULL,
+  crc32c    INTEGER NOT NULL,
+  corrupt   INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (object_id, stripe, idx)) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS blocks_by_extent ON blocks(device_id, lba);
+)sql";
+
+absl::Status SqliteError(sqlite3* db, absl::string_view what) {
+  const int code = sqlite3_extended_errcode(db);
+  std::string message = absl::StrCat("catalog ", what, ": ", sqlite3_errmsg(db));
+  if ((code & 0xff) == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(message);
+  if ((code & 0xff) == SQLITE_FULL) return absl::ResourceExhaustedError(message);
+  return absl::InternalError(message);
+}
+
+// A prepared statement, finalized on destruction.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    status_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK
+                  ? absl::OkStatus()
+                  : SqliteError(db, "prepare");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  const absl::Status& status() const { return status_; }
+
+  Statement& Bind(int i, int64_t v) {
+    if (status_.ok() && sqlite3_bind_int64(stmt_, i, v) != SQLITE_OK) {
+      status_ = SqliteError(db_, "bind");
+    }
+    return *this;
+  }
+  Statement& Bind(int i, absl::string_view v) {
+    if (status_.ok() &&
+        sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT) !=
+            SQLITE_OK) {
+      status_ = SqliteError(db_, "bind");
+    }
+    return *this;
+  }
+
+  // Steps once. Returns true when a row is available, false when done.
+  absl::StatusOr<bool> Step() {
+    if (!status_.ok()) return status_;
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    status_ = SqliteError(db_, "step");
+    return status_;
+  }
+  // Runs a statement that returns no rows.
+  absl::Status Run() {
+    absl::StatusOr<bool> row = Step();
+    return row.ok() ? absl::OkStatus() : row.status();
+  }
+  absl::Status Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return status_;
+  }
+
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  std::string Text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t == nullptr ? std::string()
+                        : std::string(reinterpret_cast<const char*>(t),
+                                      static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  absl::Status status_;
+};
+
+// A write transaction (BEGIN IMMEDIATE), rolled back unless committed.
+class Transaction {
+ public:
+  explicit Transaction(sqlite3* db) : db_(db) {
+    status_ = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK
+                  ? absl::OkStatus()
+                  : SqliteError(db, "begin");
+  }
+  ~Transaction() {
+    if (status_.ok() && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  const absl::Status& status() const { return status_; }
+  absl::Status Commit() {
+    done_ = true;
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      absl::Status s = SqliteError(db_, "commit");
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      return s;
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  sqlite3* db_;
+  absl::Status status_;
+  bool done_ = false;
+};
+
+ObjectRecord ReadObject(const Statement& s) {
+  ObjectRecord o;
+  o.id = s.Int(0);
+  o.name = s.Text(1);
+  o.size = static_cast<uint64_t>(s.Int(2));
+  o.data_blocks = static_cast<uint32_t>(s.Int(3));
+  o.parity_blocks = static_cast<uint32_t>(s.Int(4));
+  o.matrix = s.Text(5) == "vandermonde" ? ec::MatrixType::kVandermonde : ec::MatrixType::kCauchy;
+  o.block_size = static_cast<uint64_t>(s.Int(6));
+  o.stripe_count = static_cast<uint64_t>(s.Int(7));
+  o.created_unix_ms = s.Int(8);
+  return o;
+}
+
+constexpr const char* kObjectColumns =
+    "id, name, size, data_blocks, parity_blocks, matrix, block_size, stripe_count, "
+    "created_unix_ms";
+
+BlockRecord ReadBlock(const Statement& s) {
+  BlockRecord b;
+  b.stripe = static_cast<uint64_t>(s.Int(0));
+  b.index = static_cast<uint32_t>(s.Int(1));
+  b.device = static_cast<uint32_t>(s.Int(2));
+  b.lba = static_cast<uint64_t>(s.Int(3));
+  b.lba_count = static_cast<uint32_t>(s.Int(4));
+  b.crc32c = static_cast<uint32_t>(s.Int(5));
+  b.corrupt = s.Int(6) != 0;
+  return b;
+}
+
+constexpr const char* kBlockColumns = "stripe, idx, device_id, lba, lba_count, crc32c, corrupt";
+
+}  // namespace
+
+const char* DeviceStateName(DeviceState state) {
+  return state == DeviceState::kFailed ? "failed" : "online";
+}
+
+absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    absl::Status s = absl::InternalError(
+        absl::StrCat("open catalog ", path, ": ", db ? sqlite3_errmsg(db) : "out of memory"));
+    sqlite3_close(db);
+    return s;
+  }
+  std::unique_ptr<Catalog> catalog(new Catalog(db));
+  sqlite3_busy_timeout(db, 5000);
+  // WAL for crash safety and concurrent readers; FULL so that every commit is durable.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                             "PRAGMA foreign_keys=ON"}) {
+    if (absl::Status s = catalog->Exec(pragma); !s.ok()) return s;
+  }
+  if (absl::Status s = catalog->Exec(kSchema); !s.ok()) return s;
+
+  Statement version(db, "SELECT value FROM meta WHERE key = 'schema_version'");
+  absl::StatusOr<bool> row = version.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    Statement put(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?)");
+    put.Bind(1, absl::StrCat(kSchemaVersion));
+    if (absl::Status s = put.Run(); !s.ok()) return s;
+  } else if (version.Text(0) != absl::StrCat(kSchemaVersion)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("catalog ", path, " has schema version ", version.Text(0), "; this ecd reads ",
+                     kSchemaVersion, ": use a matching ecd release"));
+  }
+  return catalog;
+}
+
+Catalog::~Catalog() { sqlite3_close(db_); }
+
+absl::Status Catalog::Exec(const char* sql) {
+  char* error = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &error) != SQLITE_OK) {
+    absl::Status s = absl::InternalError(absl::StrCat("catalog: ", error ? error : "error"));
+    sqlite3_free(error);
+    return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<DeviceRecord>> Catalog::ListDevices() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT id, path, size_bytes, lba_size, state FROM devices ORDER BY id");
+  std::vector<DeviceRecord> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    DeviceRecord d;
+    d.id = static_cast<uint32_t>(s.Int(0));
+    d.path = s.Text(1);
+    d.size_bytes = static_cast<uint64_t>(s.Int(2));
+    d.lba_size = static_cast<uint32_t>(s.Int(3));
+    d.state = s.Text(4) == "failed" ? DeviceState::kFailed : DeviceState::kOnline;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+absl::Status Catalog::AddDevice(const DeviceRecord& d) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "INSERT INTO devices(id, path, size_bytes, lba_size, state) VALUES (?, ?, ?, ?, ?)");
+  s.Bind(1, d.id).Bind(2, d.path).Bind(3, static_cast<int64_t>(d.size_bytes));
+  s.Bind(4, d.lba_size).Bind(5, DeviceStateName(d.state));
+  return s.Run();
+}
+
+absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "UPDATE devices SET state = ? WHERE id = ?");
+  s.Bind(1, DeviceStateName(state)).Bind(2, id);
+  if (absl::Status st = s.Run(); !st.ok()) return st;
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "INSERT INTO objects(name, state, size, data_blocks, parity_blocks, matrix, "
+              "block_size, stripe_count, created_unix_ms) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?)");
+  s.Bind(1, o.name).Bind(2, static_cast<int64_t>(o.size)).Bind(3, o.data_blocks);
+  s.Bind(4, o.parity_blocks).Bind(5, ec::MatrixTypeName(o.matrix));
+  s.Bind(6, static_cast<int64_t>(o.block_size)).Bind(7, static_cast<int64_t>(o.stripe_count));
+  s.Bind(8, o.created_unix_ms);
+  if (absl::Status st = s.Run(); !st.ok()) {
+    if (absl::IsAlreadyExists(st)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "object \"", o.name, "\" already exists (or is being encoded); choose another name or ",
+          "delete it first"));
+    }
+    return st;
+  }
+  return sqlite3_last_insert_rowid(db_);
+}
+
+absl::Status Catalog::AddBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_);
+  if (!txn.status().ok()) return txn.status();
+  Statement s(db_, "INSERT INTO blocks(object_id, stripe, idx, device_id, lba, lba_count, crc32c, "
+                   "corrupt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const BlockRecord& b : blocks) {
+    s.Bind(1, object_id).Bind(2, static_cast<int64_t>(b.stripe)).Bind(3, b.index);
+    s.Bind(4, b.device).Bind(5, static_cast<int64_t>(b.lba)).Bind(6, b.lba_count);
+    s.Bind(7, static_cast<int64_t>(b.crc32c)).Bind(8, b.corrupt ? 1 : 0);
+    if (absl::Status st = s.Run(); !st.ok()) return st;
+    if (absl::Status st = s.Reset(); !st.ok()) return st;
+  }
+  return txn.Commit();
+}
+
+absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "UPDATE objects SET state = 'committed', size = ?, stripe_count = ? "
+              "WHERE id = ? AND state = 'pending'");
+  s.Bind(1, static_cast<int64_t>(size)).Bind(2, static_cast<int64_t>(stripe_count));
+  s.Bind(3, object_id);
+  if (absl::Status st = s.Run(); !st.ok()) return st;
+  if (sqlite3_changes(db_) != 1) {
+    return absl::InternalError(absl::StrCat("object ", object_id, " is not pending"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Catalog::DeleteObject(int64_t object_id) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "DELETE FROM objects WHERE id = ?");
+  s.Bind(1, object_id);
+  return s.Run();  // Blocks go with it (ON DELETE CASCADE), in the same statement.
+}
+
+absl::StatusOr<int> Catalog::DropPendingObjects() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "DELETE FROM objects WHERE state = 'pending'");
+  if (absl::Status st = s.Run(); !st.ok()) return st;
+  return sqlite3_changes(db_);
+}
+
+absl::StatusOr<ObjectRecord> Catalog::GetObject(absl::string_view name) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, absl::StrCat("SELECT ", kObjectColumns,
+                                " FROM objects WHERE name = ? AND state = 'committed'")
+                       .c_str());
+  s.Bind(1, name);
+  absl::StatusOr<bool> row = s.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) {
+    return absl::NotFoundError(
+        absl::StrCat("object \"", name, "\" not found; `ecctl ls` lists the stored objects"));
+  }
+  return ReadObject(s);
+}
+
+absl::StatusOr<std::vector<ObjectRecord>> Catalog::ListObjects() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, absl::StrCat("SELECT ", kObjectColumns,
+                                " FROM objects WHERE state = 'committed' ORDER BY name")
+                       .c_str());
+  std::vector<ObjectRecord> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back(ReadObject(s));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<BlockRecord>> Catalog::GetBlocks(int64_t object_id,
+                                                            uint64_t first_stripe,
+                                                            uint64_t stripe_count) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, absl::StrCat("SELECT ", kBlockColumns,
+                                " FROM blocks WHERE object_id = ? AND stripe >= ? AND stripe < ? "
+                                "ORDER BY stripe, idx")
+                       .c_str());
+  s.Bind(1, object_id).Bind(2, static_cast<int64_t>(first_stripe));
+  s.Bind(3, static_cast<int64_t>(first_stripe + stripe_count));
+  std::vector<BlockRecord> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.push_back(ReadBlock(s));
+  }
+  return out;
+}
+
+absl::Status Catalog::ForEachBlock(const std::function<void(const BlockRecord&)>& fn) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, absl::StrCat("SELECT ", kBlockColumns, " FROM blocks").c_str());
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    fn(ReadBlock(s));
+  }
+}
+
+absl::Status Catalog::ForEachBlockOf(int64_t object_id,
+                                     const std::function<void(const BlockRecord&)>& fn) {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              absl::StrCat("SELECT ", kBlockColumns, " FROM blocks WHERE object_id = ?").c_str());
+  s.Bind(1, object_id);
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    fn(ReadBlock(s));
+  }
+}
+
+absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> Catalog::BlockCountsByDevice() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT device_id, COUNT(*) FROM blocks GROUP BY device_id");
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out.emplace_back(static_cast<uint32_t>(s.Int(0)), static_cast<uint64_t>(s.Int(1)));
+  }
+}
+
+absl::Status Catalog::ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_);
+  if (!txn.status().ok()) return txn.status();
+  Statement s(db_,
+              "UPDATE blocks SET device_id = ?, lba = ?, lba_count = ?, crc32c = ?, corrupt = 0 "
+              "WHERE object_id = ? AND stripe = ? AND idx = ?");
+  for (const BlockRecord& b : blocks) {
+    s.Bind(1, b.device).Bind(2, static_cast<int64_t>(b.lba)).Bind(3, b.lba_count);
+    s.Bind(4, static_cast<int64_t>(b.crc32c)).Bind(5, object_id);
+    s.Bind(6, static_cast<int64_t>(b.stripe)).Bind(7, b.index);
+    if (absl::Status st = s.Run(); !st.ok()) return st;
+    if (sqlite3_changes(db_) != 1) {
+      return absl::InternalError(absl::StrCat("block ", b.stripe, "/", b.index, " of object ",
+                                              object_id, " is not in the catalog"));
+    }
+    if (absl::Status st = s.Reset(); !st.ok()) return st;
+  }
+  return txn.Commit();
+}
+
+absl::Status Catalog::SetBlockCorrupt(int64_t object_id, uint64_t stripe, uint32_t index,
+                                      bool corrupt) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "UPDATE blocks SET corrupt = ? WHERE object_id = ? AND stripe = ? AND idx = ?");
+  s.Bind(1, corrupt ? 1 : 0).Bind(2, object_id).Bind(3, static_cast<int64_t>(stripe));
+  s.Bind(4, index);
+  return s.Run();
+}
+
+}  // namespace ecd::store

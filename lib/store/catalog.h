@@ -1,0 +1,119 @@
+// Catalog: the durable record of devices, objects and where every block of every stripe lives,
+// kept in SQLite in WAL mode with synchronous=FULL. The schema is in docs/catalog.md.
+//
+// An object is created "pending", its blocks are added in batches as their stripes are written,
+// and it becomes visible only when CommitObject flips it to "committed", after its data is
+// durable. Pending objects left by a crash are dropped at start-up (DropPendingObjects), so their
+// extents are free again. A unique index on (device, lba) makes shared extents impossible.
+//
+// Thread safety: all methods are thread-safe (one connection, serialized by a mutex).
+#ifndef ECD_LIB_STORE_CATALOG_H_
+#define ECD_LIB_STORE_CATALOG_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "lib/ec/matrix.h"
+
+struct sqlite3;
+
+namespace ecd::store {
+
+enum class DeviceState { kOnline, kFailed };
+
+const char* DeviceStateName(DeviceState state);
+
+struct DeviceRecord {
+  uint32_t id = 0;
+  std::string path;
+  uint64_t size_bytes = 0;
+  uint32_t lba_size = 0;
+  DeviceState state = DeviceState::kOnline;
+};
+
+struct ObjectRecord {
+  int64_t id = 0;  // Assigned by CreatePendingObject.
+  std::string name;
+  uint64_t size = 0;
+  uint32_t data_blocks = 0;
+  uint32_t parity_blocks = 0;
+  ec::MatrixType matrix = ec::MatrixType::kCauchy;
+  uint64_t block_size = 0;
+  uint64_t stripe_count = 0;
+  int64_t created_unix_ms = 0;
+};
+
+struct BlockRecord {
+  uint64_t stripe = 0;
+  uint32_t index = 0;  // 0..M-1 data, M..M+K-1 parity.
+  uint32_t device = 0;
+  uint64_t lba = 0;
+  uint32_t lba_count = 0;
+  uint32_t crc32c = 0;
+  bool corrupt = false;  // Failed its checksum or could not be read; to be rebuilt.
+};
+
+class Catalog {
+ public:
+  // Opens or creates the catalog database at `path`.
+  static absl::StatusOr<std::unique_ptr<Catalog>> Open(const std::string& path);
+  ~Catalog();
+  Catalog(const Catalog&) = delete;
+  Catalog& operator=(const Catalog&) = delete;
+
+  absl::StatusOr<std::vector<DeviceRecord>> ListDevices();
+  absl::Status AddDevice(const DeviceRecord& device);
+  absl::Status SetDeviceState(uint32_t id, DeviceState state);
+
+  // Inserts a pending object and returns its id. AlreadyExists if the name is taken (by a
+  // committed object or by an encode in progress).
+  absl::StatusOr<int64_t> CreatePendingObject(const ObjectRecord& object);
+  // Adds blocks of a pending object, in one transaction.
+  absl::Status AddBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks);
+  // Sets the final size and stripe count and makes the object visible, in one transaction.
+  absl::Status CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count);
+  // Removes an object (pending or committed) and all its blocks, in one transaction.
+  absl::Status DeleteObject(int64_t object_id);
+  // Removes every pending object; returns how many there were.
+  absl::StatusOr<int> DropPendingObjects();
+
+  // The committed object called `name`, or NotFound.
+  absl::StatusOr<ObjectRecord> GetObject(absl::string_view name);
+  absl::StatusOr<std::vector<ObjectRecord>> ListObjects();
+
+  // Blocks of stripes [first_stripe, first_stripe + stripe_count), ordered by stripe and index.
+  absl::StatusOr<std::vector<BlockRecord>> GetBlocks(int64_t object_id, uint64_t first_stripe,
+                                                     uint64_t stripe_count);
+  // Calls `fn` for every block of every object (pending included), in no particular order.
+  absl::Status ForEachBlock(const std::function<void(const BlockRecord&)>& fn);
+  // Calls `fn` for every block of one object.
+  absl::Status ForEachBlockOf(int64_t object_id,
+                              const std::function<void(const BlockRecord&)>& fn);
+  // Number of blocks stored on each device id.
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> BlockCountsByDevice();
+
+  // Points existing blocks (matched by stripe and index) at new extents with new checksums and
+  // clears their corrupt flag, all in one transaction.
+  absl::Status ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks);
+  // Sets or clears the corrupt flag of one block.
+  absl::Status SetBlockCorrupt(int64_t object_id, uint64_t stripe, uint32_t index, bool corrupt);
+
+ private:
+  explicit Catalog(sqlite3* db) : db_(db) {}
+  absl::Status Exec(const char* sql);
+
+  std::mutex mu_;
+  sqlite3* const db_;
+};
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_CATALOG_H_

@@ -1,0 +1,139 @@
+// Tests the catalog: pending objects stay invisible, names are unique, extents cannot be shared,
+// and everything survives reopening.
+#include "lib/store/catalog.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace ecd::store {
+namespace {
+
+class CatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("catalog_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    Reopen();
+    DeviceRecord d;
+    d.id = 0;
+    d.path = "devices/nvme0.ns";
+    d.size_bytes = 1 << 20;
+    d.lba_size = 4096;
+    ASSERT_TRUE(catalog_->AddDevice(d).ok());
+  }
+  void TearDown() override {
+    catalog_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    catalog_.reset();
+    auto c = Catalog::Open((dir_ / "catalog.db").string());
+    ASSERT_TRUE(c.ok()) << c.status();
+    catalog_ = std::move(*c);
+  }
+  static ObjectRecord Object(const std::string& name) {
+    ObjectRecord o;
+    o.name = name;
+    o.data_blocks = 2;
+    o.parity_blocks = 1;
+    o.block_size = 4096;
+    return o;
+  }
+  static BlockRecord Block(uint64_t stripe, uint32_t index, uint64_t lba) {
+    BlockRecord b;
+    b.stripe = stripe;
+    b.index = index;
+    b.lba = lba;
+    b.lba_count = 1;
+    b.crc32c = 0xDEADBEEF;
+    return b;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Catalog> catalog_;
+};
+
+TEST_F(CatalogTest, PendingObjectIsInvisibleUntilCommitted) {
+  auto id = catalog_->CreatePendingObject(Object("a"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_TRUE(absl::IsNotFound(catalog_->GetObject("a").status()));
+  BlockRecord blocks[] = {Block(0, 0, 0), Block(0, 1, 1), Block(0, 2, 2)};
+  ASSERT_TRUE(catalog_->AddBlocks(*id, blocks).ok());
+  ASSERT_TRUE(catalog_->CommitObject(*id, 5000, 1).ok());
+  Reopen();
+  auto o = catalog_->GetObject("a");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->size, 5000u);
+  EXPECT_EQ(o->stripe_count, 1u);
+  auto got = catalog_->GetBlocks(o->id, 0, 1);
+  ASSERT_TRUE(got.ok());
+  ASSERT_EQ(got->size(), 3u);
+  EXPECT_EQ((*got)[2].lba, 2u);
+  EXPECT_EQ((*got)[2].crc32c, 0xDEADBEEFu);
+}
+
+TEST_F(CatalogTest, DropPendingRemovesUnfinishedEncodes) {
+  auto id = catalog_->CreatePendingObject(Object("half"));
+  ASSERT_TRUE(id.ok());
+  BlockRecord blocks[] = {Block(0, 0, 7)};
+  ASSERT_TRUE(catalog_->AddBlocks(*id, blocks).ok());
+  Reopen();
+  auto dropped = catalog_->DropPendingObjects();
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(*dropped, 1);
+  int n = 0;
+  ASSERT_TRUE(catalog_->ForEachBlock([&](const BlockRecord&) { ++n; }).ok());
+  EXPECT_EQ(n, 0);  // Its extent is free again.
+}
+
+TEST_F(CatalogTest, NamesAreUniqueAndExtentsCannotBeShared) {
+  auto a = catalog_->CreatePendingObject(Object("x"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(catalog_->CreatePendingObject(Object("x")).status()));
+  auto b = catalog_->CreatePendingObject(Object("y"));
+  ASSERT_TRUE(b.ok());
+  BlockRecord first[] = {Block(0, 0, 3)};
+  ASSERT_TRUE(catalog_->AddBlocks(*a, first).ok());
+  BlockRecord clash[] = {Block(0, 0, 3)};
+  EXPECT_FALSE(catalog_->AddBlocks(*b, clash).ok());
+}
+
+TEST_F(CatalogTest, ReplaceBlocksMovesAndClearsCorrupt) {
+  auto id = catalog_->CreatePendingObject(Object("r"));
+  ASSERT_TRUE(id.ok());
+  BlockRecord blocks[] = {Block(0, 0, 0), Block(0, 1, 1)};
+  ASSERT_TRUE(catalog_->AddBlocks(*id, blocks).ok());
+  ASSERT_TRUE(catalog_->CommitObject(*id, 10, 1).ok());
+  ASSERT_TRUE(catalog_->SetBlockCorrupt(*id, 0, 1, true).ok());
+  auto got = catalog_->GetBlocks(*id, 0, 1);
+  ASSERT_TRUE(got.ok());
+  EXPECT_TRUE((*got)[1].corrupt);
+  BlockRecord moved = Block(0, 1, 9);
+  moved.crc32c = 42;
+  ASSERT_TRUE(catalog_->ReplaceBlocks(*id, {&moved, 1}).ok());
+  got = catalog_->GetBlocks(*id, 0, 1);
+  ASSERT_TRUE(got.ok());
+  EXPECT_FALSE((*got)[1].corrupt);
+  EXPECT_EQ((*got)[1].lba, 9u);
+  EXPECT_EQ((*got)[1].crc32c, 42u);
+  BlockRecord missing = Block(5, 0, 11);
+  EXPECT_FALSE(catalog_->ReplaceBlocks(*id, {&missing, 1}).ok());
+}
+
+TEST_F(CatalogTest, DeviceStatePersists) {
+  ASSERT_TRUE(catalog_->SetDeviceState(0, DeviceState::kFailed).ok());
+  EXPECT_TRUE(absl::IsNotFound(catalog_->SetDeviceState(5, DeviceState::kFailed)));
+  Reopen();
+  auto devices = catalog_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0].state, DeviceState::kFailed);
+}
+
+}  // namespace
+}  // namespace ecd::store

@@ -1,0 +1,53 @@
+// Namespace: the seam between the store and a block device. A namespace is a fixed number of
+// fixed-size logical blocks (LBAs), read and written whole, as an NVMe namespace is.
+//
+// The file implementation keeps a namespace in a (sparse) regular file or a block device. Tests
+// and the NVMe data path provide other implementations behind the same interface.
+#ifndef ECD_LIB_STORE_NAMESPACE_H_
+#define ECD_LIB_STORE_NAMESPACE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace ecd::store {
+
+// Thread safety: Read, Write and Flush may be called concurrently on distinct LBA ranges.
+class Namespace {
+ public:
+  virtual ~Namespace() = default;
+
+  virtual uint32_t lba_size() const = 0;
+  virtual uint64_t lba_count() const = 0;
+  uint64_t size_bytes() const { return lba_count() * lba_size(); }
+
+  // Reads out.size() bytes starting at `lba`. REQUIRES: out.size() is a multiple of lba_size().
+  // Returns OutOfRange past the end, Internal (with errno text) for an I/O error.
+  virtual absl::Status Read(uint64_t lba, absl::Span<uint8_t> out) = 0;
+
+  // Writes data.size() bytes starting at `lba`; not durable until Flush returns OK.
+  // REQUIRES: data.size() is a multiple of lba_size().
+  virtual absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data) = 0;
+
+  // Makes every completed Write durable. An error means earlier writes may be lost: the caller
+  // must fail the request that depended on them, never retry into success.
+  virtual absl::Status Flush() = 0;
+
+  // Tells the device the LBAs no longer hold data (like NVMe Deallocate). Best effort.
+  virtual void Deallocate(uint64_t lba, uint64_t count) {}
+};
+
+// Opens (creating it if `create` and it does not exist) a namespace file of `size_bytes`
+// (a multiple of lba_size) at `path`. An existing file keeps its data and must be at least
+// size_bytes long.
+absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& path,
+                                                             uint64_t size_bytes,
+                                                             uint32_t lba_size, bool create);
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_NAMESPACE_H_

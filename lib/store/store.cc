@@ -1,0 +1,834 @@
+// Store: encode, read, stat, delete and recover of erasure-coded objects on a set of devices.
+#include "lib/store/store.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "lib/store/crc32c.h"
+#include "lib/util/log.h"
+
+namespace ecd::store {
+namespace {
+
+// Stripes fetched from the catalog at a time, and block rows buffered before an insert.
+constexpr uint64_t kStripeBatch = 64;
+
+absl::Status ValidateName(absl::string_view name) {
+  if (name.empty()) return absl::InvalidArgumentError("object name is empty; give a name");
+  if (name.size() > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("object name is ", name.size(), " bytes; the limit is 1024"));
+  }
+  for (char c : name) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError("object name contains a control character; remove it");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// 4 KiB-aligned memory, freed with free().
+struct AlignedFree {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
+
+AlignedBuffer AllocateAligned(size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, std::max<size_t>(bytes, 4096)) != 0) return nullptr;
+  std::memset(p, 0, bytes);
+  return AlignedBuffer(static_cast<uint8_t*>(p));
+}
+
+std::string DevicePath(const std::string& data_dir, const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  return (std::filesystem::path(data_dir) / path).string();
+}
+
+}  // namespace
+
+struct Store::Device {
+  DeviceRecord record;
+  std::unique_ptr<Namespace> ns;  // Null when it could not be opened.
+  ExtentAllocator allocator;
+
+  Device(DeviceRecord r, std::unique_ptr<Namespace> n)
+      : record(std::move(r)), ns(std::move(n)), allocator(record.size_bytes / record.lba_size) {}
+};
+
+// One stripe of M+K blocks in aligned memory. Each block has `stride` bytes (its size rounded up
+// to whole LBAs, the unit of I/O); the checksum and the code cover the first block_size bytes.
+struct Store::StripeBuffer {
+  StripeBuffer(int blocks, uint64_t block_size, uint64_t stride)
+      : block_size(block_size), stride(stride), memory(AllocateAligned(blocks * stride)) {
+    for (int i = 0; i < blocks; ++i) {
+      views.emplace_back(memory.get() + i * stride, block_size);
+    }
+  }
+  absl::Span<uint8_t> block(int i) { return views[i]; }
+  absl::Span<uint8_t> padded(int i) { return {views[i].data(), stride}; }
+
+  const uint64_t block_size;
+  const uint64_t stride;
+  AlignedBuffer memory;
+  std::vector<absl::Span<uint8_t>> views;
+};
+
+// Per-object reader/writer locks, created on demand and dropped when unused.
+class Store::ObjectLocks {
+ public:
+  // Holds the lock of one object, shared or exclusive, for its lifetime.
+  class Guard {
+   public:
+    Guard(ObjectLocks& table, absl::string_view name, bool exclusive)
+        : table_(table), name_(name), exclusive_(exclusive), mutex_(table.Get(name_)) {
+      if (exclusive_) {
+        mutex_->lock();
+      } else {
+        mutex_->lock_shared();
+      }
+    }
+    ~Guard() {
+      if (exclusive_) {
+        mutex_->unlock();
+      } else {
+        mutex_->unlock_shared();
+      }
+      table_.Put(name_, mutex_);
+    }
+    Guard(const Guard&) = delete;
+    Guard& operator=(const Guard&) = delete;
+
+   private:
+    ObjectLocks& table_;
+    const std::string name_;
+    const bool exclusive_;
+    std::shared_ptr<std::shared_mutex> mutex_;
+  };
+
+ private:
+  std::shared_ptr<std::shared_mutex> Get(const std::string& name) {
+    std::lock_guard lock(mu_);
+    auto& m = locks_[name];
+    if (!m) m = std::make_shared<std::shared_mutex>();
+    return m;
+  }
+  void Put(const std::string& name, std::shared_ptr<std::shared_mutex>& m) {
+    std::lock_guard lock(mu_);
+    m.reset();
+    auto it = locks_.find(name);
+    if (it != locks_.end() && it->second.use_count() == 1) locks_.erase(it);
+  }
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<std::shared_mutex>> locks_;
+};
+
+Store::Store(StoreOptions options)
+    : options_(std::move(options)), locks_(std::make_unique<ObjectLocks>()) {}
+
+Store::~Store() = default;
+
+absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
+  if (options.data_dir.empty()) return absl::InvalidArgumentError("data dir is empty");
+  if (options.lba_size < 512 || (options.lba_size & (options.lba_size - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("LBA size ", options.lba_size, " is not a power of two >= 512"));
+  }
+  if (options.device_count < 1 || options.device_count > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device count ", options.device_count, " must be 1..4096"));
+  }
+  if (options.device_size < options.lba_size || options.device_size % options.lba_size != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("device size ", options.device_size,
+                                                   " must be a positive multiple of the LBA size ",
+                                                   options.lba_size));
+  }
+  if (!options.namespace_factory) options.namespace_factory = OpenFileNamespace;
+  std::unique_ptr<Store> store(new Store(std::move(options)));
+  if (absl::Status s = store->Init(); !s.ok()) return s;
+  return store;
+}
+
+absl::Status Store::Init() {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(options_.data_dir) / "devices", ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("create data dir ", options_.data_dir, ": ", ec.message()));
+  }
+  absl::StatusOr<std::unique_ptr<Catalog>> catalog =
+      Catalog::Open((std::filesystem::path(options_.data_dir) / "catalog.db").string());
+  if (!catalog.ok()) return catalog.status();
+  catalog_ = std::move(*catalog);
+
+  absl::StatusOr<int> dropped = catalog_->DropPendingObjects();
+  if (!dropped.ok()) return dropped.status();
+  if (*dropped > 0) {
+    Log(LogLevel::kWarning, "dropped %d object(s) whose encode did not finish before a stop",
+        *dropped);
+  }
+
+  absl::StatusOr<std::vector<DeviceRecord>> records = catalog_->ListDevices();
+  if (!records.ok()) return records.status();
+  std::set<uint32_t> new_ids;
+  for (uint32_t id = static_cast<uint32_t>(records->size());
+       id < static_cast<uint32_t>(options_.device_count); ++id) {
+    DeviceRecord d;
+    d.id = id;
+    d.path = absl::StrCat("devices/nvme", id, ".ns");
+    d.size_bytes = options_.device_size;
+    d.lba_size = options_.lba_size;
+    if (absl::Status s = catalog_->AddDevice(d); !s.ok()) return s;
+    records->push_back(d);
+    new_ids.insert(id);
+  }
+  if (records->size() > static_cast<size_t>(options_.device_count)) {
+    Log(LogLevel::kInfo, "catalog has %d devices; using all of them", records->size());
+  }
+
+  for (DeviceRecord& r : *records) {
+    if (r.id != devices_.size()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("catalog device ids are not dense (found ", r.id, " at position ",
+                       devices_.size(), ")"));
+    }
+    const std::string path = DevicePath(options_.data_dir, r.path);
+    absl::StatusOr<std::unique_ptr<Namespace>> ns =
+        options_.namespace_factory(path, r.size_bytes, r.lba_size, new_ids.count(r.id) > 0);
+    if (!ns.ok()) {
+      Log(LogLevel::kError,
+          "device %d (%s) cannot be opened: %s; marked failed. Its blocks are rebuilt by "
+          "`ecctl recover`; `ecctl device online %d` brings back a fixed or replaced device",
+          r.id, path, ns.status().message(), r.id);
+      if (r.state != DeviceState::kFailed) {
+        if (absl::Status s = catalog_->SetDeviceState(r.id, DeviceState::kFailed); !s.ok()) {
+          return s;
+        }
+        r.state = DeviceState::kFailed;
+      }
+      devices_.push_back(std::make_unique<Device>(r, nullptr));
+    } else {
+      devices_.push_back(std::make_unique<Device>(r, std::move(*ns)));
+    }
+  }
+
+  // Free space is whatever the catalog does not reference.
+  absl::Status inconsistent;
+  absl::Status s = catalog_->ForEachBlock([&](const BlockRecord& b) {
+    if (!inconsistent.ok()) return;
+    if (b.device >= devices_.size()) {
+      inconsistent = absl::FailedPreconditionError(
+          absl::StrCat("catalog references unknown device ", b.device));
+      return;
+    }
+    inconsistent = devices_[b.device]->allocator.MarkUsed(b.lba, b.lba_count);
+  });
+  if (!s.ok()) return s;
+  if (!inconsistent.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("catalog is inconsistent: ", inconsistent.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const ec::Codec>> Store::CodecFor(ec::MatrixType type, int data,
+                                                                int parity) {
+  const auto key = std::make_tuple(static_cast<int>(type), data, parity);
+  {
+    std::lock_guard lock(mu_);
+    auto it = codecs_.find(key);
+    if (it != codecs_.end()) return it->second;
+  }
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = ec::Codec::Create(type, data, parity);
+  if (!codec.ok()) return codec.status();
+  std::lock_guard lock(mu_);
+  codecs_.emplace(key, *codec);
+  return *codec;
+}
+
+uint64_t Store::LbasPerBlock(uint64_t block_size) const {
+  return (block_size + options_.lba_size - 1) / options_.lba_size;
+}
+
+bool Store::DeviceOnline(uint32_t id) {
+  std::lock_guard lock(mu_);
+  return id < devices_.size() && devices_[id]->record.state == DeviceState::kOnline &&
+         devices_[id]->ns != nullptr;
+}
+
+absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSource& source) {
+  if (absl::Status s = ValidateName(params.name); !s.ok()) return s;
+  ObjectRecord object;
+  object.name = params.name;
+  object.data_blocks = params.data_blocks ? params.data_blocks : options_.default_data_blocks;
+  object.parity_blocks =
+      params.parity_blocks ? params.parity_blocks : options_.default_parity_blocks;
+  object.block_size = params.block_size ? params.block_size : options_.default_block_size;
+  object.matrix = params.matrix;
+  object.created_unix_ms = absl::ToUnixMillis(absl::Now());
+  // Clamped so that absurd requests still get ValidateShape's message, without int overflow.
+  const int m = static_cast<int>(std::min<uint32_t>(object.data_blocks, 1u << 20));
+  const int k = static_cast<int>(std::min<uint32_t>(object.parity_blocks, 1u << 20));
+  if (absl::Status s = ec::ValidateShape(m, k); !s.ok()) return s;
+  if (absl::Status s = ec::ValidateBlockSize(object.block_size); !s.ok()) return s;
+  const uint64_t stride = LbasPerBlock(object.block_size) * options_.lba_size;
+  {
+    std::lock_guard lock(mu_);
+    size_t online = 0;
+    for (const auto& d : devices_) {
+      online += d->record.state == DeviceState::kOnline && d->ns != nullptr;
+    }
+    if (static_cast<size_t>(m + k) > devices_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          m, "+", k, " puts ", m + k, " blocks of each stripe on distinct devices, but ecd has ",
+          devices_.size(), "; use fewer data or parity blocks, or start ecd with more devices"));
+    }
+    if (static_cast<size_t>(m + k) > online) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(m, "+", k, " needs ", m + k, " online devices but only ", online,
+                       " are online; bring devices online (`ecctl device online`) or use a "
+                       "narrower stripe"));
+    }
+  }
+  if (static_cast<uint64_t>(m + k) * stride > options_.max_stripe_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a stripe of ", m + k, " x ", object.block_size, " bytes exceeds the stripe memory limit (",
+        options_.max_stripe_bytes, " bytes); use a smaller --block-size"));
+  }
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
+  if (!codec.ok()) return codec.status();
+
+  StripeBuffer buffer(m + k, object.block_size, stride);
+  if (buffer.memory == nullptr) {
+    return absl::ResourceExhaustedError("out of memory for the stripe buffer");
+  }
+
+  absl::StatusOr<int64_t> id = catalog_->CreatePendingObject(object);
+  if (!id.ok()) return id.status();
+  object.id = *id;
+
+  std::vector<BlockRecord> records;  // Allocated, not yet in the catalog.
+  std::vector<bool> touched(devices_.size(), false);
+  auto fail = [&](absl::Status status) -> absl::Status {
+    std::vector<BlockRecord> stored;
+    (void)catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) { stored.push_back(b); });
+    absl::Status deleted = catalog_->DeleteObject(object.id);
+    if (deleted.ok()) FreeExtents(stored);  // Else they stay used until the next start.
+    FreeExtents(records);
+    return status;
+  };
+
+  std::vector<absl::Span<const uint8_t>> data(m);
+  std::vector<absl::Span<uint8_t>> parity(k);
+  for (int i = 0; i < m; ++i) data[i] = buffer.block(i);
+  for (int j = 0; j < k; ++j) parity[j] = buffer.block(m + j);
+
+  uint64_t size = 0;
+  uint64_t stripe = 0;
+  bool eof = false;
+  while (!eof) {
+    uint64_t filled = 0;
+    for (int i = 0; i < m && !eof; ++i) {
+      absl::Span<uint8_t> block = buffer.block(i);
+      size_t at = 0;
+      while (at < block.size()) {
+        absl::StatusOr<size_t> n = source.Read(block.subspan(at));
+        if (!n.ok()) return fail(n.status());
+        if (*n == 0) {
+          eof = true;
+          break;
+        }
+        at += *n;
+      }
+      filled += at;
+      if (at < block.size()) std::memset(block.data() + at, 0, block.size() - at);
+    }
+    if (filled == 0) break;
+    for (int i = static_cast<int>((filled + object.block_size - 1) / object.block_size); i < m;
+         ++i) {
+      std::memset(buffer.block(i).data(), 0, object.block_size);  // Padding of the last stripe.
+    }
+    if (absl::Status s = (*codec)->Encode(data, parity); !s.ok()) return fail(s);
+    if (absl::Status s = WriteStripe(object, stripe, buffer, records, touched); !s.ok()) {
+      return fail(s);
+    }
+    size += filled;
+    ++stripe;
+    if (records.size() >= kStripeBatch * static_cast<size_t>(m + k)) {
+      if (absl::Status s = catalog_->AddBlocks(object.id, records); !s.ok()) return fail(s);
+      records.clear();
+    }
+  }
+  // Data first, then the catalog: the commit below is the moment the object exists.
+  if (absl::Status s = FlushDevices(touched); !s.ok()) return fail(s);
+  if (absl::Status s = catalog_->AddBlocks(object.id, records); !s.ok()) return fail(s);
+  records.clear();
+  if (absl::Status s = catalog_->CommitObject(object.id, size, stripe); !s.ok()) return fail(s);
+  object.size = size;
+  object.stripe_count = stripe;
+  return object;
+}
+
+absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
+                                std::vector<BlockRecord>& records, std::vector<bool>& touched) {
+  const int width = static_cast<int>(object.data_blocks + object.parity_blocks);
+  const uint64_t lbas = LbasPerBlock(object.block_size);
+  const size_t first = records.size();
+  {
+    // Rotate the starting device by object and stripe so data and parity spread evenly.
+    std::lock_guard lock(mu_);
+    const size_t n = devices_.size();
+    const size_t start = static_cast<size_t>(object.id + stripe) % n;
+    for (size_t step = 0; step < n && records.size() - first < static_cast<size_t>(width);
+         ++step) {
+      Device& d = *devices_[(start + step) % n];
+      if (d.record.state != DeviceState::kOnline || d.ns == nullptr) continue;
+      std::optional<uint64_t> lba = d.allocator.Allocate(lbas);
+      if (!lba) continue;
+      BlockRecord b;
+      b.stripe = stripe;
+      b.index = static_cast<uint32_t>(records.size() - first);
+      b.device = d.record.id;
+      b.lba = *lba;
+      b.lba_count = static_cast<uint32_t>(lbas);
+      records.push_back(b);
+    }
+  }
+  if (records.size() - first < static_cast<size_t>(width)) {
+    const size_t got = records.size() - first;
+    std::vector<BlockRecord> partial(records.begin() + first, records.end());
+    records.resize(first);
+    FreeExtents(partial);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of space: stripe ", stripe, " needs ", width, " devices with ",
+        lbas * options_.lba_size, " free bytes each, only ", got,
+        " have it; delete objects or add devices"));
+  }
+  for (int i = 0; i < width; ++i) {
+    BlockRecord& b = records[first + i];
+    b.crc32c = Crc32c(buffer.block(i));
+    if (absl::Status s = devices_[b.device]->ns->Write(b.lba, buffer.padded(i)); !s.ok()) {
+      return s;
+    }
+    touched[b.device] = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
+  for (size_t d = 0; d < touched.size(); ++d) {
+    if (!touched[d]) continue;
+    if (absl::Status s = devices_[d]->ns->Flush(); !s.ok()) {
+      return absl::UnavailableError(absl::StrCat("flush of device ", d, " failed (", s.message(),
+                                                 "); nothing was committed: retry, or fail the "
+                                                 "device with `ecctl device fail ", d, "`"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
+  std::lock_guard lock(mu_);
+  for (const BlockRecord& b : blocks) {
+    if (b.device >= devices_.size()) continue;
+    absl::Status s = devices_[b.device]->allocator.Free(b.lba, b.lba_count);
+    if (!s.ok()) Log(LogLevel::kError, "device %d: %s", b.device, s.message());
+  }
+}
+
+bool Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out) {
+  if (!DeviceOnline(b.device)) return false;
+  const absl::Span<uint8_t> padded(out.data(), static_cast<size_t>(b.lba_count) * options_.lba_size);
+  absl::Status s = devices_[b.device]->ns->Read(b.lba, padded);
+  if (!s.ok()) {
+    Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
+        s.message());
+  } else if (Crc32c(out.first(object.block_size)) != b.crc32c) {
+    Log(LogLevel::kWarning,
+        "object %s stripe %d block %d on device %d LBA %d fails its CRC32C; not served, "
+        "marked for rebuild",
+        object.name, b.stripe, b.index, b.device, b.lba);
+    s = absl::DataLossError("checksum mismatch");
+  }
+  if (!s.ok()) {
+    if (!b.corrupt) (void)catalog_->SetBlockCorrupt(object.id, b.stripe, b.index, true);
+    return false;
+  }
+  return true;
+}
+
+absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length,
+                         ByteSink& sink) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
+  absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
+  if (!found.ok()) return found.status();
+  const ObjectRecord& object = *found;
+  if (offset > object.size) {
+    return absl::OutOfRangeError(absl::StrCat("offset ", offset, " is past the end of \"", name,
+                                              "\" (", object.size, " bytes)"));
+  }
+  const uint64_t end =
+      length == 0 || length > object.size - offset ? object.size : offset + length;
+  if (absl::Status s = sink.Start(object.size); !s.ok()) return s;
+  if (offset == end) return absl::OkStatus();
+
+  const int m = static_cast<int>(object.data_blocks);
+  const int width = m + static_cast<int>(object.parity_blocks);
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec =
+      CodecFor(object.matrix, m, static_cast<int>(object.parity_blocks));
+  if (!codec.ok()) return codec.status();
+  const uint64_t bs = object.block_size;
+  const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
+  StripeBuffer buffer(width, bs, LbasPerBlock(bs) * options_.lba_size);
+  if (buffer.memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+
+  const uint64_t first_stripe = offset / stripe_bytes;
+  const uint64_t last_stripe = (end - 1) / stripe_bytes;
+  for (uint64_t batch = first_stripe; batch <= last_stripe; batch += kStripeBatch) {
+    const uint64_t count = std::min(kStripeBatch, last_stripe + 1 - batch);
+    absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
+    if (!blocks.ok()) return blocks.status();
+    size_t row = 0;
+    for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
+      std::vector<const BlockRecord*> by_index(width, nullptr);
+      for (; row < blocks->size() && (*blocks)[row].stripe == stripe; ++row) {
+        const BlockRecord& b = (*blocks)[row];
+        if (b.index < static_cast<uint32_t>(width)) by_index[b.index] = &b;
+      }
+      const uint64_t base = stripe * stripe_bytes;
+      const uint64_t lo = std::max(offset, base) - base;
+      const uint64_t hi = std::min(end, base + stripe_bytes) - base;
+      const int first_block = static_cast<int>(lo / bs);
+      const int last_block = static_cast<int>((hi - 1) / bs);
+
+      std::vector<int> available;
+      std::vector<int> wanted;
+      std::vector<bool> tried(width, false);
+      auto try_block = [&](int i) {
+        tried[i] = true;
+        const BlockRecord* b = by_index[i];
+        if (b != nullptr && !b->corrupt && ReadBlock(object, *b, buffer.block(i))) {
+          available.push_back(i);
+          return true;
+        }
+        return false;
+      };
+      for (int i = first_block; i <= last_block; ++i) {
+        if (!try_block(i)) wanted.push_back(i);
+      }
+      if (!wanted.empty()) {
+        for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
+          if (!tried[i]) try_block(i);
+        }
+        if (static_cast<int>(available.size()) < m) {
+          return absl::DataLossError(absl::StrCat(
+              "stripe ", stripe, " of \"", name, "\" has only ", available.size(), " readable blocks of the ", m,
+              " needed: more than ", object.parity_blocks,
+              " blocks are lost. Bring failed devices back online (`ecctl device online`) and "
+              "retry; otherwise restore this object from a backup"));
+        }
+        std::sort(available.begin(), available.end());
+        std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
+        if (absl::Status s = (*codec)->Reconstruct(all, available, wanted); !s.ok()) return s;
+      }
+      uint32_t reconstructed = static_cast<uint32_t>(wanted.size());
+      for (int i = first_block; i <= last_block; ++i) {
+        const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
+        const uint64_t from = std::max(lo, block_lo) - block_lo;
+        const uint64_t to = std::min(hi, block_lo + bs) - block_lo;
+        if (absl::Status s = sink.Write(buffer.block(i).subspan(from, to - from), reconstructed);
+            !s.ok()) {
+          return s;
+        }
+        reconstructed = 0;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with_blocks,
+                                           bool verify, bool per_stripe) {
+  ObjectStatus status;
+  status.object = object;
+  const uint32_t m = object.data_blocks;
+  const uint32_t width = m + object.parity_blocks;
+  std::unique_ptr<StripeBuffer> buffer;
+  if (verify) {
+    buffer = std::make_unique<StripeBuffer>(1, object.block_size,
+                                            LbasPerBlock(object.block_size) * options_.lba_size);
+    if (buffer->memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+  }
+  for (uint64_t batch = 0; batch < object.stripe_count; batch += kStripeBatch) {
+    const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
+    absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
+    if (!blocks.ok()) return blocks.status();
+    size_t row = 0;
+    for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
+      StripeStatus ss;
+      ss.index = stripe;
+      for (; row < blocks->size() && (*blocks)[row].stripe == stripe; ++row) {
+        const BlockRecord& b = (*blocks)[row];
+        bool healthy = !b.corrupt && DeviceOnline(b.device);
+        if (healthy && verify) healthy = ReadBlock(object, b, buffer->block(0));
+        ss.healthy_blocks += healthy;
+        if (with_blocks) ss.blocks.push_back(BlockStatus{b, healthy});
+      }
+      if (ss.healthy_blocks < width) ++status.degraded_stripes;
+      if (ss.healthy_blocks < m) ++status.lost_stripes;
+      if (per_stripe) status.stripes.push_back(std::move(ss));
+    }
+  }
+  return status;
+}
+
+absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_blocks, bool verify) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
+  absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
+  if (!object.ok()) return object.status();
+  return Health(*object, with_blocks, verify, /*per_stripe=*/true);
+}
+
+absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
+  absl::StatusOr<std::vector<ObjectRecord>> objects = catalog_->ListObjects();
+  if (!objects.ok()) return objects.status();
+  std::vector<ObjectStatus> out;
+  for (const ObjectRecord& o : *objects) {
+    absl::StatusOr<ObjectStatus> s = Health(o, false, false, /*per_stripe=*/false);
+    if (!s.ok()) return s.status();
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
+  absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
+  if (!object.ok()) return object.status();
+  std::vector<BlockRecord> blocks;
+  if (absl::Status s =
+          catalog_->ForEachBlockOf(object->id, [&](const BlockRecord& b) { blocks.push_back(b); });
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = catalog_->DeleteObject(object->id); !s.ok()) return s;
+  uint64_t freed = 0;
+  for (const BlockRecord& b : blocks) {
+    freed += static_cast<uint64_t>(b.lba_count) * options_.lba_size;
+    if (DeviceOnline(b.device)) devices_[b.device]->ns->Deallocate(b.lba, b.lba_count);
+  }
+  FreeExtents(blocks);
+  return freed;
+}
+
+absl::StatusOr<RecoverProgress> Store::Recover(
+    absl::string_view name, const std::function<void(const RecoverProgress&)>& progress) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
+  absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
+  if (!found.ok()) return found.status();
+  const ObjectRecord& object = *found;
+  const int m = static_cast<int>(object.data_blocks);
+  const int width = m + static_cast<int>(object.parity_blocks);
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec =
+      CodecFor(object.matrix, m, static_cast<int>(object.parity_blocks));
+  if (!codec.ok()) return codec.status();
+  const uint64_t lbas = LbasPerBlock(object.block_size);
+  StripeBuffer buffer(width, object.block_size, lbas * options_.lba_size);
+  if (buffer.memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+
+  RecoverProgress p;
+  p.stripes_total = object.stripe_count;
+  uint64_t lost_stripes = 0;
+  absl::Status no_space;
+  for (uint64_t batch = 0; batch < object.stripe_count; batch += kStripeBatch) {
+    const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
+    absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
+    if (!blocks.ok()) return blocks.status();
+    std::vector<BlockRecord> replaced;     // New locations, to commit.
+    std::vector<BlockRecord> superseded;   // Old locations, freed after the commit.
+    std::vector<bool> touched(devices_.size(), false);
+    auto abandon = [&](absl::Status s) {
+      FreeExtents(replaced);
+      return s;
+    };
+    size_t row = 0;
+    for (uint64_t stripe = batch; stripe < batch + count; ++stripe, ++p.stripes_done) {
+      std::vector<const BlockRecord*> by_index(width, nullptr);
+      for (; row < blocks->size() && (*blocks)[row].stripe == stripe; ++row) {
+        const BlockRecord& b = (*blocks)[row];
+        if (b.index < static_cast<uint32_t>(width)) by_index[b.index] = &b;
+      }
+      std::vector<int> available;
+      std::vector<int> bad;
+      for (int i = 0; i < width; ++i) {
+        const BlockRecord* b = by_index[i];
+        ++p.blocks_checked;
+        if (b != nullptr && ReadBlock(object, *b, buffer.block(i))) {
+          available.push_back(i);
+          if (b->corrupt) {  // It reads back good now (a transient error): trust it again.
+            (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+          }
+        } else {
+          bad.push_back(i);
+        }
+      }
+      if (bad.empty()) continue;
+      if (static_cast<int>(available.size()) < m) {
+        ++lost_stripes;
+        continue;
+      }
+      std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
+      if (absl::Status s = (*codec)->Reconstruct(all, available, bad); !s.ok()) {
+        return abandon(s);
+      }
+      // Devices this stripe already uses, which a rebuilt block must avoid.
+      std::set<uint32_t> used;
+      for (int i : available) used.insert(by_index[i]->device);
+      for (int i : bad) {
+        if (by_index[i] == nullptr) {
+          return abandon(absl::InternalError(
+              absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));
+        }
+        BlockRecord old = *by_index[i];
+        if (Crc32c(buffer.block(i)) != old.crc32c) {
+          ++lost_stripes;  // Never store a rebuilt block that does not match its checksum.
+          Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum",
+              object.name, stripe, i);
+          break;
+        }
+        BlockRecord fresh = old;
+        bool placed = false;
+        {
+          std::lock_guard lock(mu_);
+          // Prefer the block's own device (copy-on-write), else the emptiest eligible one.
+          std::vector<Device*> candidates;
+          Device& own = *devices_[old.device];
+          if (own.record.state == DeviceState::kOnline && own.ns != nullptr) {
+            candidates.push_back(&own);
+          }
+          std::vector<Device*> others;
+          for (auto& d : devices_) {
+            if (d->record.id == old.device || used.count(d->record.id) ||
+                d->record.state != DeviceState::kOnline || d->ns == nullptr) {
+              continue;
+            }
+            others.push_back(d.get());
+          }
+          std::sort(others.begin(), others.end(), [](Device* a, Device* b) {
+            return a->allocator.free_lbas() > b->allocator.free_lbas();
+          });
+          candidates.insert(candidates.end(), others.begin(), others.end());
+          for (Device* d : candidates) {
+            std::optional<uint64_t> lba = d->allocator.Allocate(lbas);
+            if (!lba) continue;
+            fresh.device = d->record.id;
+            fresh.lba = *lba;
+            placed = true;
+            break;
+          }
+        }
+        if (!placed) {  // Keep going: other blocks and stripes may still find room.
+          no_space = absl::ResourceExhaustedError(absl::StrCat(
+              "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
+              " free bytes for a rebuilt block; add or repair devices and run recover again"));
+          continue;
+        }
+        used.insert(fresh.device);
+        fresh.corrupt = false;
+        replaced.push_back(fresh);
+        if (absl::Status s = devices_[fresh.device]->ns->Write(fresh.lba, buffer.padded(i));
+            !s.ok()) {
+          return abandon(s);
+        }
+        touched[fresh.device] = true;
+        superseded.push_back(old);
+        ++p.blocks_rebuilt;
+        p.bytes_rebuilt += object.block_size;
+      }
+    }
+    if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
+    if (!replaced.empty()) {
+      if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced); !s.ok()) {
+        return abandon(s);
+      }
+      for (const BlockRecord& b : superseded) {
+        if (DeviceOnline(b.device)) devices_[b.device]->ns->Deallocate(b.lba, b.lba_count);
+      }
+      FreeExtents(superseded);
+    }
+    if (progress) progress(p);
+  }
+  if (lost_stripes > 0) {
+    return absl::DataLossError(absl::StrCat(
+        lost_stripes, " of ", object.stripe_count, " stripes of \"", name,
+        "\" have fewer than ", m, " good blocks and cannot be rebuilt (the rest were repaired). "
+        "Bring failed devices back online and run recover again, or restore from a backup"));
+  }
+  if (!no_space.ok()) return no_space;
+  return p;
+}
+
+absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> counts =
+      catalog_->BlockCountsByDevice();
+  if (!counts.ok()) return counts.status();
+  std::lock_guard lock(mu_);
+  std::vector<DeviceStatus> out;
+  for (const auto& d : devices_) {
+    DeviceStatus s;
+    s.record = d->record;
+    s.used_bytes = d->allocator.used_lbas() * d->record.lba_size;
+    s.free_bytes = d->allocator.free_lbas() * d->record.lba_size;
+    out.push_back(s);
+  }
+  for (const auto& [id, n] : *counts) {
+    if (id < out.size()) out[id].blocks = n;
+  }
+  return out;
+}
+
+absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState state) {
+  if (id >= devices_.size()) {
+    return absl::NotFoundError(absl::StrCat("device ", id, " not found; devices are 0..",
+                                            devices_.size() - 1, " (`ecctl device ls`)"));
+  }
+  Device& d = *devices_[id];
+  if (state == DeviceState::kOnline) {
+    bool need_open;
+    {
+      std::lock_guard lock(mu_);
+      need_open = d.ns == nullptr;
+    }
+    if (need_open) {  // A replaced device: open (or create) its namespace again.
+      absl::StatusOr<std::unique_ptr<Namespace>> ns = options_.namespace_factory(
+          DevicePath(options_.data_dir, d.record.path), d.record.size_bytes, d.record.lba_size,
+          /*create=*/true);
+      if (!ns.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "device ", id, " cannot be opened: ", ns.status().message(), "; fix it and retry"));
+      }
+      std::lock_guard lock(mu_);
+      d.ns = std::move(*ns);
+    }
+  }
+  if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;
+  {
+    std::lock_guard lock(mu_);
+    d.record.state = state;
+  }
+  Log(LogLevel::kInfo, "device %d is now %s", id, DeviceStateName(state));
+  absl::StatusOr<std::vector<DeviceStatus>> all = ListDevices();
+  if (!all.ok()) return all.status();
+  return (*all)[id];
+}
+
+}  // namespace ecd::store

@@ -1,0 +1,185 @@
+// Store: ecd's objects on a set of devices. It cuts an object into stripes of M data blocks,
+// adds K parity blocks per stripe, places the M+K blocks of a stripe on M+K distinct devices,
+// keeps a CRC32C of every block in the catalog, and serves reads (rebuilding lost or corrupt
+// blocks on the fly), recovery, stat, list and delete.
+//
+// Durability: an object's catalog commit happens only after every block of it has been written
+// and flushed on its device; until then it is invisible and a crash leaves no trace (its pending
+// rows are dropped and its extents are free at the next Open).
+// Memory: each request holds at most one stripe, (M+K) x block size bytes, and Encode refuses
+// shapes whose stripe exceeds StoreOptions::max_stripe_bytes.
+// Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
+// delete and recover of an object exclude other requests on that object only.
+#ifndef ECD_LIB_STORE_STORE_H_
+#define ECD_LIB_STORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "lib/ec/codec.h"
+#include "lib/store/catalog.h"
+#include "lib/store/extent_allocator.h"
+#include "lib/store/namespace.h"
+
+namespace ecd::store {
+
+// Opens the namespace of one device; the seam where tests inject faulty devices.
+using NamespaceFactory = std::function<absl::StatusOr<std::unique_ptr<Namespace>>(
+    const std::string& path, uint64_t size_bytes, uint32_t lba_size, bool create)>;
+
+struct StoreOptions {
+  std::string data_dir;               // Holds catalog.db and devices/nvme<N>.ns.
+  int device_count = 8;               // Devices created on first start; more are added later.
+  uint64_t device_size = 1ull << 30;  // Bytes per new device.
+  uint32_t lba_size = 4096;
+  uint32_t default_data_blocks = 4;
+  uint32_t default_parity_blocks = 2;
+  uint64_t default_block_size = 1ull << 20;
+  uint64_t max_stripe_bytes = 512ull << 20;  // (M+K) x block size limit per request.
+  NamespaceFactory namespace_factory;        // Defaults to OpenFileNamespace.
+};
+
+struct EncodeParams {
+  std::string name;
+  uint32_t data_blocks = 0;    // 0: the default.
+  uint32_t parity_blocks = 0;  // 0: the default.
+  ec::MatrixType matrix = ec::MatrixType::kCauchy;
+  uint64_t block_size = 0;     // 0: the default.
+};
+
+// Where Encode pulls an object's bytes from.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Fills a prefix of `buffer`; returns the number of bytes, 0 at the end of the object.
+  virtual absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) = 0;
+};
+
+// Where Read pushes an object's bytes to.
+class ByteSink {
+ public:
+  virtual ~ByteSink() = default;
+  // Called once before any data, with the whole object's size.
+  virtual absl::Status Start(uint64_t object_size) = 0;
+  // Consecutive bytes of the requested range; `reconstructed` blocks were rebuilt to serve them.
+  virtual absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) = 0;
+};
+
+struct BlockStatus {
+  BlockRecord record;
+  bool healthy = false;
+};
+
+struct StripeStatus {
+  uint64_t index = 0;
+  uint32_t healthy_blocks = 0;
+  std::vector<BlockStatus> blocks;  // Filled when asked for.
+};
+
+struct ObjectStatus {
+  ObjectRecord object;
+  uint64_t degraded_stripes = 0;  // Fewer than M+K healthy blocks.
+  uint64_t lost_stripes = 0;      // Fewer than M healthy blocks.
+  std::vector<StripeStatus> stripes;
+};
+
+struct RecoverProgress {
+  uint64_t stripes_total = 0;
+  uint64_t stripes_done = 0;
+  uint64_t blocks_checked = 0;
+  uint64_t blocks_rebuilt = 0;
+  uint64_t bytes_rebuilt = 0;
+};
+
+struct DeviceStatus {
+  DeviceRecord record;
+  uint64_t used_bytes = 0;
+  uint64_t free_bytes = 0;
+  uint64_t blocks = 0;
+};
+
+class Store {
+ public:
+  // Opens the store in options.data_dir, creating it on first use: drops objects a crash left
+  // pending, derives free space from the catalog, opens every device.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(StoreOptions options);
+  ~Store();
+
+  // Stores the bytes of `source` as a new object. InvalidArgument for a bad shape, block size or
+  // name, or more blocks per stripe than devices; AlreadyExists; FailedPrecondition when too few
+  // devices are online; ResourceExhausted when space runs out. On error nothing is stored.
+  absl::StatusOr<ObjectRecord> Encode(const EncodeParams& params, ByteSource& source);
+
+  // Streams bytes [offset, offset + length) of an object (length 0: to the end) to `sink`,
+  // rebuilding blocks that are on failed devices, unreadable or corrupt. NotFound; OutOfRange
+  // for an offset past the end; DataLoss when a stripe has fewer than M good blocks. Bytes that
+  // failed their checksum are never passed to the sink.
+  absl::Status Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink);
+
+  // Reports an object's health per stripe; `verify` reads every block and checks its checksum,
+  // marking the ones that fail.
+  absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify);
+
+  // All committed objects with their health, without per-stripe detail.
+  absl::StatusOr<std::vector<ObjectStatus>> List();
+
+  // Deletes an object; returns the bytes of device space freed.
+  absl::StatusOr<uint64_t> Delete(absl::string_view name);
+
+  // Reads and checks every block of an object and rebuilds each one that is lost or corrupt onto
+  // a healthy device holding no other block of its stripe. `progress` (may be empty) is called
+  // after each batch of stripes. DataLoss if some stripe has fewer than M good blocks (the others
+  // are still repaired).
+  absl::StatusOr<RecoverProgress> Recover(
+      absl::string_view name, const std::function<void(const RecoverProgress&)>& progress);
+
+  absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
+  absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
+
+ private:
+  struct Device;
+  class ObjectLocks;
+  struct StripeBuffer;
+
+  explicit Store(StoreOptions options);
+  absl::Status Init();
+
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
+                                                           int parity);
+  uint64_t LbasPerBlock(uint64_t block_size) const;
+
+  // Places and writes the M+K blocks of one encoded stripe; appends their records.
+  absl::Status WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
+                           std::vector<BlockRecord>& records, std::vector<bool>& touched);
+  // Reads block `b` into `out` and checks it. Returns false (and marks it corrupt in the catalog
+  // when it was readable but wrong) if the block cannot be used.
+  bool ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out);
+  bool DeviceOnline(uint32_t id);
+  absl::Status FlushDevices(const std::vector<bool>& touched);
+  void FreeExtents(absl::Span<const BlockRecord> blocks);
+  absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
+                                      bool per_stripe);
+
+  const StoreOptions options_;
+  std::unique_ptr<Catalog> catalog_;
+
+  std::mutex mu_;  // Guards devices_' state and allocators, and codecs_.
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_;
+
+  std::unique_ptr<ObjectLocks> locks_;
+};
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_STORE_H_

@@ -1,0 +1,367 @@
+// Tests the store end to end on temporary namespace files: encode and read back, placement,
+// degraded reads, corruption, recover, restart and every refusal.
+#include "lib/store/store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <set>
+
+namespace ecd::store {
+namespace {
+
+class VectorSource : public ByteSource {
+ public:
+  explicit VectorSource(const std::vector<uint8_t>& data, size_t chunk = 7777, size_t fail_at = 0)
+      : data_(data), chunk_(chunk), fail_at_(fail_at) {}
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    if (fail_at_ != 0 && at_ >= fail_at_) return absl::CancelledError("client went away");
+    const size_t n = std::min({buffer.size(), chunk_, data_.size() - at_});
+    std::copy_n(data_.begin() + static_cast<long>(at_), n, buffer.begin());
+    at_ += n;
+    return n;
+  }
+
+ private:
+  const std::vector<uint8_t>& data_;
+  const size_t chunk_;
+  const size_t fail_at_;
+  size_t at_ = 0;
+};
+
+class VectorSink : public ByteSink {
+ public:
+  absl::Status Start(uint64_t size) override {
+    size_ = size;
+    return absl::OkStatus();
+  }
+  absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
+    bytes.insert(bytes.end(), data.begin(), data.end());
+    this->reconstructed += reconstructed;
+    return absl::OkStatus();
+  }
+  std::vector<uint8_t> bytes;
+  uint32_t reconstructed = 0;
+  uint64_t size_ = 0;
+};
+
+std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("store_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    Open();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Open() {
+    store_.reset();
+    StoreOptions o;
+    o.data_dir = dir_.string();
+    o.device_count = 8;
+    o.device_size = 16 << 20;
+    o.default_block_size = 4096;
+    auto s = Store::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+  }
+  absl::StatusOr<ObjectRecord> Put(const std::string& name, const std::vector<uint8_t>& data,
+                                   uint32_t m = 4, uint32_t k = 2, uint64_t bs = 4096,
+                                   ec::MatrixType type = ec::MatrixType::kCauchy) {
+    EncodeParams p;
+    p.name = name;
+    p.data_blocks = m;
+    p.parity_blocks = k;
+    p.block_size = bs;
+    p.matrix = type;
+    VectorSource src(data);
+    return store_->Encode(p, src);
+  }
+  absl::StatusOr<std::vector<uint8_t>> Get(const std::string& name, uint64_t offset = 0,
+                                           uint64_t length = 0, uint32_t* reconstructed = nullptr) {
+    VectorSink sink;
+    absl::Status s = store_->Read(name, offset, length, sink);
+    if (!s.ok()) return s;
+    if (reconstructed) *reconstructed = sink.reconstructed;
+    return sink.bytes;
+  }
+  // Overwrites the first bytes of a stored block in its namespace file.
+  void Clobber(const BlockRecord& b, uint8_t value) {
+    const std::string path = (dir_ / "devices" / ("nvme" + std::to_string(b.device) + ".ns"));
+    int fd = ::open(path.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    std::vector<uint8_t> junk(100, value);
+    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(b.lba * 4096 + 10)), 100);
+    ::close(fd);
+  }
+  uint64_t TotalFree() {
+    auto d = store_->ListDevices();
+    EXPECT_TRUE(d.ok());
+    uint64_t f = 0;
+    for (const auto& x : *d) f += x.free_bytes;
+    return f;
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_F(StoreTest, RoundTripsEverySizeAndRange) {
+  for (size_t size : {0ul, 1ul, 4095ul, 4096ul, 16384ul, 16385ul, 100000ul}) {
+    const auto data = RandomBytes(size, static_cast<uint32_t>(size));
+    const std::string name = "obj" + std::to_string(size);
+    auto o = Put(name, data);
+    ASSERT_TRUE(o.ok()) << o.status();
+    EXPECT_EQ(o->size, size);
+    EXPECT_EQ(o->stripe_count, (size + 16383) / 16384);
+    auto back = Get(name);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, data) << size;
+  }
+  const auto data = RandomBytes(100000, 100000);
+  for (auto [off, len] : std::vector<std::pair<uint64_t, uint64_t>>{
+           {0, 1}, {4095, 2}, {16383, 3}, {5000, 40000}, {99999, 1}, {99000, 5000}, {100000, 0}}) {
+    auto part = Get("obj100000", off, len);
+    ASSERT_TRUE(part.ok()) << part.status();
+    const uint64_t end = len == 0 ? data.size() : std::min<uint64_t>(data.size(), off + len);
+    EXPECT_EQ(*part, std::vector<uint8_t>(data.begin() + static_cast<long>(off),
+                                          data.begin() + static_cast<long>(end)))
+        << off << "+" << len;
+  }
+  EXPECT_TRUE(absl::IsOutOfRange(Get("obj100000", 100001, 1).status()));
+}
+
+TEST_F(StoreTest, BlocksOfAStripeAreOnDistinctDevicesAndSpread) {
+  const auto data = RandomBytes(40 * 16384, 3);
+  auto o = Put("spread", data);
+  ASSERT_TRUE(o.ok()) << o.status();
+  auto st = store_->Stat("spread", true, false);
+  ASSERT_TRUE(st.ok());
+  ASSERT_EQ(st->stripes.size(), 40u);
+  std::vector<int> per_device(8, 0);
+  for (const auto& s : st->stripes) {
+    std::set<uint32_t> devices;
+    ASSERT_EQ(s.blocks.size(), 6u);
+    for (const auto& b : s.blocks) {
+      devices.insert(b.record.device);
+      ++per_device[b.record.device];
+    }
+    EXPECT_EQ(devices.size(), 6u);
+    EXPECT_EQ(s.healthy_blocks, 6u);
+  }
+  for (int n : per_device) EXPECT_EQ(n, 30);  // 240 blocks over 8 devices, rotating.
+}
+
+TEST_F(StoreTest, DegradedReadsAndDataLoss) {
+  const auto data = RandomBytes(10 * 16384 + 77, 4);
+  ASSERT_TRUE(Put("d", data).ok());
+  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->SetDeviceState(5, DeviceState::kFailed).ok());
+  uint32_t reconstructed = 0;
+  auto back = Get("d", 0, 0, &reconstructed);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+  EXPECT_GT(reconstructed, 0u);
+  auto st = store_->Stat("d", false, false);
+  ASSERT_TRUE(st.ok());
+  EXPECT_GT(st->degraded_stripes, 0u);
+  EXPECT_EQ(st->lost_stripes, 0u);
+
+  ASSERT_TRUE(store_->SetDeviceState(2, DeviceState::kFailed).ok());
+  VectorSink sink;
+  absl::Status s = store_->Read("d", 0, 0, sink);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  // Whatever was served before the loss is a correct prefix: never wrong bytes.
+  ASSERT_LE(sink.bytes.size(), data.size());
+  EXPECT_TRUE(std::equal(sink.bytes.begin(), sink.bytes.end(), data.begin()));
+  st = store_->Stat("d", false, false);
+  ASSERT_TRUE(st.ok());
+  EXPECT_GT(st->lost_stripes, 0u);
+  EXPECT_TRUE(absl::IsDataLoss(store_->Recover("d", nullptr).status()));
+}
+
+TEST_F(StoreTest, CorruptBlocksAreNeverServedAndRecoverRebuildsThem) {
+  const auto data = RandomBytes(8 * 16384, 5);
+  ASSERT_TRUE(Put("c", data).ok());
+  auto st = store_->Stat("c", true, false);
+  ASSERT_TRUE(st.ok());
+  Clobber(st->stripes[1].blocks[0].record, 0xAA);  // Data block.
+  Clobber(st->stripes[3].blocks[5].record, 0x55);  // Parity block.
+  Clobber(st->stripes[6].blocks[2].record, 0x00);
+  Clobber(st->stripes[6].blocks[4].record, 0x00);  // Two in one stripe: K = 2 still decodes.
+
+  auto back = Get("c");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+  auto verified = store_->Stat("c", false, true);
+  ASSERT_TRUE(verified.ok());
+  EXPECT_EQ(verified->degraded_stripes, 3u);
+
+  const uint64_t free_before = TotalFree();
+  auto p = store_->Recover("c", nullptr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->stripes_done, 8u);
+  EXPECT_EQ(p->blocks_checked, 48u);
+  EXPECT_EQ(p->blocks_rebuilt, 4u);
+  EXPECT_EQ(TotalFree(), free_before);  // Old extents freed, new ones used.
+  auto after = store_->Stat("c", false, true);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->degraded_stripes, 0u);
+  back = Get("c");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+}
+
+TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
+  const auto data = RandomBytes(20 * 16384, 6);
+  ASSERT_TRUE(Put("f", data).ok());
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->SetDeviceState(4, DeviceState::kFailed).ok());
+  auto p = store_->Recover("f", nullptr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->blocks_rebuilt, 30u);  // 120 blocks, 2 of 8 devices: 15 each.
+  auto st = store_->Stat("f", true, true);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->degraded_stripes, 0u);
+  for (const auto& s : st->stripes) {
+    std::set<uint32_t> devices;
+    for (const auto& b : s.blocks) {
+      EXPECT_NE(b.record.device, 1u);
+      EXPECT_NE(b.record.device, 4u);
+      devices.insert(b.record.device);
+    }
+    EXPECT_EQ(devices.size(), 6u);
+  }
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)[1].blocks, 0u);
+  EXPECT_EQ((*devices)[1].used_bytes, 0u);
+  auto back = Get("f");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+}
+
+TEST_F(StoreTest, RestartKeepsObjectsAndFreeSpace) {
+  const auto a = RandomBytes(50000, 7);
+  const auto b = RandomBytes(3 * 16384, 8);
+  ASSERT_TRUE(Put("a", a).ok());
+  ASSERT_TRUE(Put("b", b, 6, 2, 8192, ec::MatrixType::kVandermonde).ok());
+  ASSERT_TRUE(store_->SetDeviceState(7, DeviceState::kFailed).ok());
+  const uint64_t free_before = TotalFree();
+  Open();
+  EXPECT_EQ(TotalFree(), free_before);
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)[7].record.state, DeviceState::kFailed);
+  auto back = Get("a");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, a);
+  back = Get("b");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, b);
+  auto list = store_->List();
+  ASSERT_TRUE(list.ok());
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1].object.matrix, ec::MatrixType::kVandermonde);
+  EXPECT_EQ((*list)[1].object.block_size, 8192u);
+}
+
+TEST_F(StoreTest, UnfinishedEncodeLeavesNothing) {
+  const uint64_t free_before = TotalFree();
+  const auto data = RandomBytes(200000, 9);
+  EncodeParams p;
+  p.name = "broken";
+  VectorSource src(data, 7777, 100000);
+  EXPECT_TRUE(absl::IsCancelled(store_->Encode(p, src).status()));
+  EXPECT_EQ(TotalFree(), free_before);
+  EXPECT_TRUE(absl::IsNotFound(store_->Stat("broken", false, false).status()));
+  ASSERT_TRUE(Put("broken", data).ok());  // The name is free again.
+
+  // A crash mid-encode leaves a pending object in the catalog: the next start drops it.
+  store_.reset();
+  {
+    auto catalog = Catalog::Open((dir_ / "catalog.db").string());
+    ASSERT_TRUE(catalog.ok());
+    ObjectRecord o;
+    o.name = "crashed";
+    o.data_blocks = 1;
+    o.parity_blocks = 1;
+    o.block_size = 4096;
+    auto id = (*catalog)->CreatePendingObject(o);
+    ASSERT_TRUE(id.ok());
+    BlockRecord blk;
+    blk.device = 3;
+    blk.lba = 4000;
+    blk.lba_count = 1;
+    ASSERT_TRUE((*catalog)->AddBlocks(*id, {&blk, 1}).ok());
+  }
+  Open();
+  EXPECT_TRUE(absl::IsNotFound(store_->Stat("crashed", false, false).status()));
+  auto back = Get("broken");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+}
+
+TEST_F(StoreTest, RefusesBadRequestsWithoutSideEffects) {
+  const auto data = RandomBytes(5000, 10);
+  ASSERT_TRUE(Put("taken", data).ok());
+  const uint64_t free_before = TotalFree();
+  EXPECT_TRUE(absl::IsInvalidArgument(Put("x", data, 129, 2).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Put("x", data, 4, 33).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Put("x", data, 4, 2, 100).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Put("x", data, 4, 2, (128ull << 20) + 64).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(Put("x", data, 6, 3).status()));  // 9 > 8 devices.
+  EXPECT_TRUE(absl::IsInvalidArgument(Put("", data).status()));
+  EXPECT_TRUE(absl::IsAlreadyExists(Put("taken", data).status()));
+  EXPECT_TRUE(absl::IsNotFound(Get("nope").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->Delete("nope").status()));
+  EXPECT_TRUE(absl::IsNotFound(store_->SetDeviceState(8, DeviceState::kFailed).status()));
+  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->SetDeviceState(2, DeviceState::kFailed).ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(Put("x", data, 4, 2).status()));  // 5 online < 6.
+  EXPECT_EQ(TotalFree(), free_before);
+  auto back = Get("taken");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+}
+
+TEST_F(StoreTest, OutOfSpaceFailsCleanlyAndDeleteFrees) {
+  // 8 devices x 16 MiB; 4+2 x 1 MiB blocks: each stripe takes 6 MiB of 128 MiB.
+  const auto big = RandomBytes(60 << 20, 11);
+  EncodeParams p;
+  p.name = "big";
+  p.block_size = 1 << 20;
+  const uint64_t free_before = TotalFree();
+  {
+    VectorSource src(big, 1 << 20);
+    auto o = store_->Encode(p, src);
+    ASSERT_TRUE(o.ok()) << o.status();
+  }
+  p.name = "too-big";
+  {
+    VectorSource src(big, 1 << 20);
+    EXPECT_TRUE(absl::IsResourceExhausted(store_->Encode(p, src).status()));
+  }
+  auto freed = store_->Delete("big");
+  ASSERT_TRUE(freed.ok());
+  EXPECT_EQ(*freed, 15ull * 6 * (1 << 20));
+  EXPECT_EQ(TotalFree(), free_before);
+}
+
+}  // namespace
+}  // namespace ecd::store

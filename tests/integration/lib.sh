@@ -1,0 +1,86 @@
+# Shared helpers for the shell integration tests: start/stop ecd on a temp dir, run ecctl,
+# read JSON fields, and fail loudly.
+# Usage: source lib.sh after setting ECD and ECTL to the binaries.
+
+WORK=$(mktemp -d /tmp/ecd-it.XXXXXX)
+ECD_PID=""
+ADDR=""
+
+cleanup() {
+  if [ -n "$ECD_PID" ] && kill -0 "$ECD_PID" 2>/dev/null; then kill -9 "$ECD_PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+step() { printf '\n== %s\n' "$*"; }
+fail() {
+  printf 'FAIL: %s\n' "$*" >&2
+  if [ -f "$WORK/ecd.log" ]; then echo "--- ecd.log (tail)" >&2; tail -n 30 "$WORK/ecd.log" >&2; fi
+  exit 1
+}
+
+# start_ecd [extra flags...]: starts ecd on a free loopback port and waits until it answers.
+start_ecd() {
+  rm -f "$WORK/port"
+  "$ECD" --data-dir "$WORK/data" --devices 8 --device-size 256M --listen 127.0.0.1:0 \
+    --port-file "$WORK/port" "$@" >>"$WORK/ecd.log" 2>&1 &
+  ECD_PID=$!
+  for _ in $(seq 1 100); do
+    if [ -s "$WORK/port" ]; then
+      ADDR="127.0.0.1:$(cat "$WORK/port")"
+      if "$ECTL" --addr "$ADDR" device ls >/dev/null 2>&1; then return 0; fi
+    fi
+    kill -0 "$ECD_PID" 2>/dev/null || fail "ecd exited during start-up"
+    sleep 0.1
+  done
+  fail "ecd did not answer within 10 s"
+}
+
+# stop_ecd: SIGTERM, and expects a clean exit 0.
+stop_ecd() {
+  kill -TERM "$ECD_PID"
+  local rc=0
+  wait "$ECD_PID" || rc=$?
+  ECD_PID=""
+  [ "$rc" -eq 0 ] || fail "ecd exited with $rc after SIGTERM"
+}
+
+ecctl() { "$ECTL" --addr "$ADDR" "$@"; }
+
+# expect_error CODE CMD...: the command must fail, print exactly one line on stderr that names
+# the gRPC CODE, and print nothing on stdout.
+expect_error() {
+  local code=$1
+  shift
+  local rc=0
+  "$@" >"$WORK/out" 2>"$WORK/err" || rc=$?
+  [ "$rc" -ne 0 ] || fail "expected $code from: $* (it succeeded)"
+  [ "$(wc -l <"$WORK/err")" -eq 1 ] || fail "expected one stderr line from: $*; got: $(cat "$WORK/err")"
+  grep -q "$code" "$WORK/err" || fail "expected $code from: $*; got: $(cat "$WORK/err")"
+  [ ! -s "$WORK/out" ] || fail "unexpected stdout from failing: $*"
+  echo "   ok: $code: $(cat "$WORK/err")"
+}
+
+# json EXPR: evaluates a Python expression on the JSON document read from stdin (as `d`).
+json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# clobber DEVICE LBA COUNT BYTE: overwrites a block's extent on its namespace file.
+clobber() {
+  python3 - "$WORK/data/devices/nvme$1.ns" "$2" "$3" "$4" <<'PY'
+import sys
+path, lba, count, byte = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4], 0)
+with open(path, "r+b") as f:
+    f.seek(lba * 4096)
+    f.write(bytes([byte]) * (count * 4096))
+PY
+}
+
+# block_of NAME STRIPE INDEX: prints "device lba lba_count" of one block.
+block_of() {
+  ecctl --json stat "$1" --blocks | python3 -c "
+import json,sys
+d=json.load(sys.stdin)
+s=[s for s in d['object']['stripes'] if int(s['index'])==$2][0]
+b=[b for b in s['blocks'] if int(b['index'])==$3][0]
+print(b['device'], b['lba'], b['lba_count'])"
+}
