@@ -62,7 +62,7 @@ void BM_CodecReconstructK(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * m * len);
 }
 
-#define SHAPES                                                                          \
+#define SHAPES \
   Args({4, 2, 64 << 10})->Args({4, 2, 1 << 20})->Args({8, 3, 1 << 20})->Args({10, 4, 1 << 20})
 
 BENCHMARK(BM_CodecEncode)->SHAPES;

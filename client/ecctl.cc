@@ -40,24 +40,42 @@ struct Globals {
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -184,10 +202,9 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
           const std::string& length) {
   v1::ReadRequest request;
   request.set_name(name);
-  for (auto [text, setter] :
-       {std::pair<const std::string*, void (v1::ReadRequest::*)(uint64_t)>{
-            &offset, &v1::ReadRequest::set_offset},
-        {&length, &v1::ReadRequest::set_length}}) {
+  for (auto [text, setter] : {std::pair<const std::string*, void (v1::ReadRequest::*)(uint64_t)>{
+                                  &offset, &v1::ReadRequest::set_offset},
+                              {&length, &v1::ReadRequest::set_length}}) {
     if (text->empty()) continue;
     absl::StatusOr<uint64_t> v = ecd::ParseSize(*text);
     if (!v.ok()) throw Failure{2, std::string(v.status().message())};
@@ -198,11 +215,12 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
   int fd = STDOUT_FILENO;
   if (!to_stdout) {
     std::filesystem::path target(out);
-    partial = (target.parent_path() / absl::StrCat(".", target.filename().string(), ".partial-",
-                                                    ::getpid()))
+    partial = (target.parent_path() /
+               absl::StrCat(".", target.filename().string(), ".partial-", ::getpid()))
                   .string();
     fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Failure{3, absl::StrCat("cannot create ", partial, ": ", std::strerror(errno))};
+    if (fd < 0)
+      throw Failure{3, absl::StrCat("cannot create ", partial, ": ", std::strerror(errno))};
   }
   auto discard = [&] {
     if (!to_stdout) {
@@ -251,8 +269,8 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
   }
   if (c.globals().json) {
     std::fprintf(to_stdout ? stderr : stdout,
-                 "{\"name\":\"%s\",\"bytes\":\"%llu\",\"reconstructed_blocks\":%u}\n",
-                 name.c_str(), static_cast<unsigned long long>(total), reconstructed);
+                 "{\"name\":\"%s\",\"bytes\":\"%llu\",\"reconstructed_blocks\":%u}\n", name.c_str(),
+                 static_cast<unsigned long long>(total), reconstructed);
     return;
   }
   std::fprintf(to_stdout ? stderr : stdout, "read %s: %s -> %s (%u blocks reconstructed)\n",
@@ -307,10 +325,9 @@ void Stat(Client& c, const std::string& name, bool blocks, bool verify) {
   std::printf("stripes:          %llu\n", static_cast<unsigned long long>(o.stripe_count()));
   std::printf("degraded stripes: %llu\n", static_cast<unsigned long long>(o.degraded_stripes()));
   std::printf("lost stripes:     %llu\n", static_cast<unsigned long long>(o.lost_stripes()));
-  std::printf("redundancy:       %s\n",
-              o.lost_stripes() > 0       ? "DATA LOST in some stripes"
-              : o.degraded_stripes() > 0 ? "degraded (run ecctl recover)"
-                                         : "full");
+  std::printf("redundancy:       %s\n", o.lost_stripes() > 0       ? "DATA LOST in some stripes"
+                                        : o.degraded_stripes() > 0 ? "degraded (run ecctl recover)"
+                                                                   : "full");
   std::printf("created:          %s\n",
               absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(o.created_unix_ms()),
                                absl::UTCTimeZone())
@@ -323,8 +340,7 @@ void Stat(Client& c, const std::string& name, bool blocks, bool verify) {
       std::printf("%-8llu %u/%-5llu %-5u %-6u %-12llu %08x   %s\n",
                   static_cast<unsigned long long>(s.index()), s.healthy_blocks(),
                   static_cast<unsigned long long>(width), b.index(), b.device(),
-                  static_cast<unsigned long long>(b.lba()), b.crc32c(),
-                  b.healthy() ? "ok" : "BAD");
+                  static_cast<unsigned long long>(b.lba()), b.crc32c(), b.healthy() ? "ok" : "BAD");
     }
   }
 }
@@ -361,8 +377,8 @@ void DeviceList(Client& c) {
   auto context = c.Context();
   c.Check(c.devices().List(context.get(), v1::ListDevicesRequest(), &response), "device ls");
   if (c.globals().json) return PrintJson(response);
-  std::printf("%-4s %-7s %11s %11s %11s %8s  %s\n", "ID", "STATE", "SIZE", "USED", "FREE",
-              "BLOCKS", "PATH");
+  std::printf("%-4s %-7s %11s %11s %11s %8s  %s\n", "ID", "STATE", "SIZE", "USED", "FREE", "BLOCKS",
+              "PATH");
   for (const v1::DeviceInfo& d : response.devices()) {
     std::printf("%-4u %-7s %11s %11s %11s %8llu  %s\n", d.id(),
                 d.state() == v1::DEVICE_STATE_FAILED ? "failed" : "online",

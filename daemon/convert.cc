@@ -7,8 +7,7 @@ namespace ecd::daemon {
 
 grpc::Status ToGrpc(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 v1::MatrixType ToProto(ec::MatrixType type) {
@@ -22,8 +21,7 @@ ec::MatrixType FromProto(v1::MatrixType type) {
 }
 
 v1::DeviceState ToProto(store::DeviceState state) {
-  return state == store::DeviceState::kFailed ? v1::DEVICE_STATE_FAILED
-                                              : v1::DEVICE_STATE_ONLINE;
+  return state == store::DeviceState::kFailed ? v1::DEVICE_STATE_FAILED : v1::DEVICE_STATE_ONLINE;
 }
 
 void ToProto(const store::ObjectRecord& o, v1::ObjectInfo* out) {

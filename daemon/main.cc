@@ -146,8 +146,8 @@ int main(int argc, char** argv) {
   std::thread waiter([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    ecd::Log(ecd::LogLevel::kInfo, "%s received: shutting down", sig == SIGTERM ? "SIGTERM"
-                                                                               : "SIGINT");
+    ecd::Log(ecd::LogLevel::kInfo, "%s received: shutting down",
+             sig == SIGTERM ? "SIGTERM" : "SIGINT");
     server->GetHealthCheckService()->SetServingStatus(false);
     // In-flight requests get 10 s to finish; then they are cancelled.
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));

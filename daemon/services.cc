@@ -118,9 +118,9 @@ grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
   params.matrix = FromProto(h.matrix());
   if (h.matrix() != v1::MATRIX_TYPE_UNSPECIFIED && h.matrix() != v1::MATRIX_TYPE_CAUCHY &&
       h.matrix() != v1::MATRIX_TYPE_VANDERMONDE) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("unknown matrix type ", h.matrix(),
-                                     "; use cauchy or vandermonde"));
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("unknown matrix type ", h.matrix(), "; use cauchy or vandermonde"));
   }
   EncodeStreamSource source(context, reader, std::move(first));
   absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source);
@@ -156,8 +156,7 @@ grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRe
   return grpc::Status::OK;
 }
 
-grpc::Status ObjectsService::Delete(grpc::ServerContext* context,
-                                    const v1::DeleteRequest* request,
+grpc::Status ObjectsService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
                                     v1::DeleteResponse* response) {
   absl::StatusOr<uint64_t> freed = store_->Delete(request->name());
   if (!freed.ok()) return ToGrpc(freed.status());

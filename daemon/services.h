@@ -13,8 +13,7 @@ class ObjectsService final : public v1::Objects::Service {
   // `store` must outlive the service.
   explicit ObjectsService(store::Store* store) : store_(store) {}
 
-  grpc::Status Encode(grpc::ServerContext* context,
-                      grpc::ServerReader<v1::EncodeRequest>* reader,
+  grpc::Status Encode(grpc::ServerContext* context, grpc::ServerReader<v1::EncodeRequest>* reader,
                       v1::EncodeResponse* response) override;
   grpc::Status Read(grpc::ServerContext* context, const v1::ReadRequest* request,
                     grpc::ServerWriter<v1::ReadResponse>* writer) override;

@@ -41,8 +41,8 @@ absl::Status CheckBlocks(const Span& blocks, size_t count, const char* what, siz
   }
   for (const auto& b : blocks) {
     if (b.size() != blocks[0].size()) {
-      return absl::InvalidArgumentError(absl::StrCat("blocks differ in length (", b.size(),
-                                                     " vs ", blocks[0].size(), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("blocks differ in length (", b.size(), " vs ", blocks[0].size(), ")"));
     }
     if (b.data() == nullptr) return absl::InvalidArgumentError("null block buffer");
   }
@@ -82,8 +82,7 @@ Codec::Codec(MatrixType type, int data, int parity, std::vector<uint8_t> coding)
 
 Codec::~Codec() = default;
 
-absl::StatusOr<std::shared_ptr<const Codec>> Codec::Create(MatrixType type, int data,
-                                                           int parity) {
+absl::StatusOr<std::shared_ptr<const Codec>> Codec::Create(MatrixType type, int data, int parity) {
   if (absl::Status s = ValidateShape(data, parity); !s.ok()) return s;
   if (type == MatrixType::kVandermonde) {
     if (absl::Status s = CachedVandermondeCheck(data, parity); !s.ok()) return s;
@@ -180,8 +179,8 @@ absl::Status Codec::Reconstruct(absl::Span<const absl::Span<uint8_t>> blocks,
   std::vector<int> want(wanted.begin(), wanted.end());
   for (int i : want) {
     if (i < 0 || i >= total_blocks() || seen[i]++) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "wanted block index ", i, " is out of range, repeated or also available"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("wanted block index ", i, " is out of range, repeated or also available"));
     }
   }
   if (static_cast<int>(available.size()) < data_) {

@@ -26,8 +26,7 @@ class Codec {
  public:
   // Creates a codec for `data` (M) data and `parity` (K) parity blocks. Returns InvalidArgument
   // for a shape out of range, or for a Vandermonde matrix with any undecodable erasure pattern.
-  static absl::StatusOr<std::shared_ptr<const Codec>> Create(MatrixType type, int data,
-                                                             int parity);
+  static absl::StatusOr<std::shared_ptr<const Codec>> Create(MatrixType type, int data, int parity);
   ~Codec();
   Codec(const Codec&) = delete;
   Codec& operator=(const Codec&) = delete;
@@ -63,7 +62,7 @@ class Codec {
   MatrixType type_;
   int data_;
   int parity_;
-  std::vector<uint8_t> coding_;        // K x M, as CodingMatrix returns.
+  std::vector<uint8_t> coding_;         // K x M, as CodingMatrix returns.
   std::vector<uint8_t> encode_tables_;  // ISA-L expanded tables for `coding_`.
   std::unique_ptr<DecodeCache> cache_;  // Thread-safe; mutable state behind a const API.
 };

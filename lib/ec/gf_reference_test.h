@@ -31,8 +31,7 @@ inline uint8_t RefPow(uint8_t a, int e) {
 }
 
 // parity[j][x] = sum_i coding[j*M + i] * data[i][x].
-inline std::vector<std::vector<uint8_t>> RefEncode(const std::vector<uint8_t>& coding, int m,
-                                                   int k,
+inline std::vector<std::vector<uint8_t>> RefEncode(const std::vector<uint8_t>& coding, int m, int k,
                                                    const std::vector<std::vector<uint8_t>>& data) {
   std::vector<std::vector<uint8_t>> parity(k, std::vector<uint8_t>(data[0].size(), 0));
   for (int j = 0; j < k; ++j) {

@@ -56,12 +56,12 @@ bool Nonsingular(std::vector<uint8_t>& a, int r) {
 
 absl::Status ValidateShape(int data, int parity) {
   if (data < 1 || data > kMaxDataBlocks) {
-    return absl::InvalidArgumentError(absl::StrCat("data blocks M=", data, " out of range: M must be 1..",
-                                                   kMaxDataBlocks));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data blocks M=", data, " out of range: M must be 1..", kMaxDataBlocks));
   }
   if (parity < 1 || parity > kMaxParityBlocks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "parity blocks K=", parity, " out of range: K must be 1..", kMaxParityBlocks));
+    return absl::InvalidArgumentError(
+        absl::StrCat("parity blocks K=", parity, " out of range: K must be 1..", kMaxParityBlocks));
   }
   return absl::OkStatus();
 }
@@ -94,9 +94,10 @@ absl::Status CheckEveryErasurePatternDecodes(const std::vector<uint8_t>& coding,
   // data blocks in column set C and keeping the parity blocks in row set R (|R| = |C|) decodes iff
   // A[R][C] is invertible.
   if (Choose(data + parity, parity, kMaxPatternsToCheck) > kMaxPatternsToCheck) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "a vandermonde matrix for ", data, "+", parity, " has too many erasure patterns to verify (",
-        "more than ", kMaxPatternsToCheck, "); use --matrix cauchy"));
+    return absl::InvalidArgumentError(absl::StrCat("a vandermonde matrix for ", data, "+", parity,
+                                                   " has too many erasure patterns to verify (",
+                                                   "more than ", kMaxPatternsToCheck,
+                                                   "); use --matrix cauchy"));
   }
   std::vector<int> rows, cols;
   std::vector<uint8_t> sub;

@@ -85,8 +85,8 @@ TEST(MatrixTest, VandermondeCheckAgreesWithBruteForceAndFindsSingularShapes) {
         EXPECT_NE(s.message().find("cauchy"), absl::string_view::npos);
         ++refused;
       }
-      EXPECT_TRUE(CheckEveryErasurePatternDecodes(CodingMatrix(MatrixType::kCauchy, m, k), m, k)
-                      .ok());
+      EXPECT_TRUE(
+          CheckEveryErasurePatternDecodes(CodingMatrix(MatrixType::kCauchy, m, k), m, k).ok());
     }
   }
   EXPECT_GT(refused, 0) << "no singular Vandermonde shape found: the refusal is untested";

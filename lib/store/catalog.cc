@@ -75,9 +75,8 @@ class Statement {
     return *this;
   }
   Statement& Bind(int i, absl::string_view v) {
-    if (status_.ok() &&
-        sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT) !=
-            SQLITE_OK) {
+    if (status_.ok() && sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()),
+                                          SQLITE_TRANSIENT) != SQLITE_OK) {
       status_ = SqliteError(db_, "bind");
     }
     return *this;
@@ -195,8 +194,8 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
   std::unique_ptr<Catalog> catalog(new Catalog(db));
   sqlite3_busy_timeout(db, 5000);
   // WAL for crash safety and concurrent readers; FULL so that every commit is durable.
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
-                             "PRAGMA foreign_keys=ON"}) {
+  for (const char* pragma :
+       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
     if (absl::Status s = catalog->Exec(pragma); !s.ok()) return s;
   }
   if (absl::Status s = catalog->Exec(kSchema); !s.ok()) return s;
@@ -269,9 +268,10 @@ absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
 
 absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
   std::lock_guard lock(mu_);
-  Statement s(db_,
-              "INSERT INTO objects(name, state, size, data_blocks, parity_blocks, matrix, "
-              "block_size, stripe_count, created_unix_ms) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?)");
+  Statement s(
+      db_,
+      "INSERT INTO objects(name, state, size, data_blocks, parity_blocks, matrix, "
+      "block_size, stripe_count, created_unix_ms) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?)");
   s.Bind(1, o.name).Bind(2, static_cast<int64_t>(o.size)).Bind(3, o.data_blocks);
   s.Bind(4, o.parity_blocks).Bind(5, ec::MatrixTypeName(o.matrix));
   s.Bind(6, static_cast<int64_t>(o.block_size)).Bind(7, static_cast<int64_t>(o.stripe_count));
@@ -291,8 +291,9 @@ absl::Status Catalog::AddBlocks(int64_t object_id, absl::Span<const BlockRecord>
   std::lock_guard lock(mu_);
   Transaction txn(db_);
   if (!txn.status().ok()) return txn.status();
-  Statement s(db_, "INSERT INTO blocks(object_id, stripe, idx, device_id, lba, lba_count, crc32c, "
-                   "corrupt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement s(db_,
+              "INSERT INTO blocks(object_id, stripe, idx, device_id, lba, lba_count, crc32c, "
+              "corrupt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   for (const BlockRecord& b : blocks) {
     s.Bind(1, object_id).Bind(2, static_cast<int64_t>(b.stripe)).Bind(3, b.index);
     s.Bind(4, b.device).Bind(5, static_cast<int64_t>(b.lba)).Bind(6, b.lba_count);

@@ -95,8 +95,7 @@ class Catalog {
   // Calls `fn` for every block of every object (pending included), in no particular order.
   absl::Status ForEachBlock(const std::function<void(const BlockRecord&)>& fn);
   // Calls `fn` for every block of one object.
-  absl::Status ForEachBlockOf(int64_t object_id,
-                              const std::function<void(const BlockRecord&)>& fn);
+  absl::Status ForEachBlockOf(int64_t object_id, const std::function<void(const BlockRecord&)>& fn);
   // Number of blocks stored on each device id.
   absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> BlockCountsByDevice();
 

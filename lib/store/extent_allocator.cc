@@ -7,7 +7,8 @@
 
 namespace ecd::store {
 
-ExtentAllocator::ExtentAllocator(uint64_t lba_count) : lba_count_(lba_count), free_lbas_(lba_count) {
+ExtentAllocator::ExtentAllocator(uint64_t lba_count)
+    : lba_count_(lba_count), free_lbas_(lba_count) {
   if (lba_count > 0) free_.emplace(0, lba_count);
 }
 
@@ -27,9 +28,8 @@ std::optional<uint64_t> ExtentAllocator::Allocate(uint64_t count) {
 
 absl::Status ExtentAllocator::MarkUsed(uint64_t lba, uint64_t count) {
   if (count == 0 || lba >= lba_count_ || count > lba_count_ - lba) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("extent [", lba, ", +", count, ") is outside the device (", lba_count_,
-                     " LBAs)"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "extent [", lba, ", +", count, ") is outside the device (", lba_count_, " LBAs)"));
   }
   auto it = free_.upper_bound(lba);
   if (it == free_.begin()) {

@@ -38,8 +38,8 @@ TEST(ExtentAllocatorTest, RejectsDoubleFreeAndOverlappingUse) {
   EXPECT_FALSE(a.MarkUsed(6, 4).ok());   // Overlaps [4, 8).
   EXPECT_FALSE(a.MarkUsed(15, 2).ok());  // Past the end.
   ASSERT_TRUE(a.Free(4, 4).ok());
-  EXPECT_FALSE(a.Free(4, 4).ok());       // Double free.
-  EXPECT_FALSE(a.Free(2, 4).ok());       // Partly free.
+  EXPECT_FALSE(a.Free(4, 4).ok());  // Double free.
+  EXPECT_FALSE(a.Free(2, 4).ok());  // Partly free.
   EXPECT_EQ(a.free_lbas(), 16u);
 }
 

@@ -23,7 +23,7 @@ absl::Status ErrnoStatus(const std::string& what, const std::string& path, int e
 
 absl::Status SyncParentDir(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
+  if (dir.empty()) dir.assign(1, '.');
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus("open directory", dir, errno);
   int rc = ::fsync(fd);
@@ -110,12 +110,11 @@ class FileNamespace final : public Namespace {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& path,
-                                                             uint64_t size_bytes,
-                                                             uint32_t lba_size, bool create) {
+                                                             uint64_t size_bytes, uint32_t lba_size,
+                                                             bool create) {
   if (lba_size == 0 || size_bytes == 0 || size_bytes % lba_size != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("namespace size ", size_bytes,
-                                                   " is not a positive multiple of the LBA size ",
-                                                   lba_size));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "namespace size ", size_bytes, " is not a positive multiple of the LBA size ", lba_size));
   }
   bool created = false;
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -149,17 +148,16 @@ absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& 
     uint64_t device_bytes = 0;
     if (::ioctl(fd, BLKGETSIZE64, &device_bytes) != 0 || device_bytes < size_bytes) {
       ::close(fd);
-      return absl::InvalidArgumentError(absl::StrCat("block device ", path, " holds ",
-                                                     device_bytes, " bytes, fewer than the ",
-                                                     size_bytes, " configured"));
+      return absl::InvalidArgumentError(absl::StrCat("block device ", path, " holds ", device_bytes,
+                                                     " bytes, fewer than the ", size_bytes,
+                                                     " configured"));
     }
   } else {
     ::close(fd);
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is neither a regular file nor a block device"));
   }
-  return std::unique_ptr<Namespace>(
-      new FileNamespace(path, fd, size_bytes / lba_size, lba_size));
+  return std::unique_ptr<Namespace>(new FileNamespace(path, fd, size_bytes / lba_size, lba_size));
 }
 
 }  // namespace ecd::store

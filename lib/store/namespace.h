@@ -45,8 +45,8 @@ class Namespace {
 // (a multiple of lba_size) at `path`. An existing file keeps its data and must be at least
 // size_bytes long.
 absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& path,
-                                                             uint64_t size_bytes,
-                                                             uint32_t lba_size, bool create);
+                                                             uint64_t size_bytes, uint32_t lba_size,
+                                                             bool create);
 
 }  // namespace ecd::store
 

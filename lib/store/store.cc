@@ -197,9 +197,8 @@ absl::Status Store::Init() {
 
   for (DeviceRecord& r : *records) {
     if (r.id != devices_.size()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("catalog device ids are not dense (found ", r.id, " at position ",
-                       devices_.size(), ")"));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "catalog device ids are not dense (found ", r.id, " at position ", devices_.size(), ")"));
     }
     const std::string path = DevicePath(options_.data_dir, r.path);
     absl::StatusOr<std::unique_ptr<Namespace>> ns =
@@ -241,7 +240,7 @@ absl::Status Store::Init() {
 }
 
 absl::StatusOr<std::shared_ptr<const ec::Codec>> Store::CodecFor(ec::MatrixType type, int data,
-                                                                int parity) {
+                                                                 int parity) {
   const auto key = std::make_tuple(static_cast<int>(type), data, parity);
   {
     std::lock_guard lock(mu_);
@@ -388,8 +387,7 @@ absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, Str
     std::lock_guard lock(mu_);
     const size_t n = devices_.size();
     const size_t start = static_cast<size_t>(object.id + stripe) % n;
-    for (size_t step = 0; step < n && records.size() - first < static_cast<size_t>(width);
-         ++step) {
+    for (size_t step = 0; step < n && records.size() - first < static_cast<size_t>(width); ++step) {
       Device& d = *devices_[(start + step) % n];
       if (d.record.state != DeviceState::kOnline || d.ns == nullptr) continue;
       std::optional<uint64_t> lba = d.allocator.Allocate(lbas);
@@ -408,10 +406,10 @@ absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, Str
     std::vector<BlockRecord> partial(records.begin() + first, records.end());
     records.resize(first);
     FreeExtents(partial);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "out of space: stripe ", stripe, " needs ", width, " devices with ",
-        lbas * options_.lba_size, " free bytes each, only ", got,
-        " have it; delete objects or add devices"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("out of space: stripe ", stripe, " needs ", width, " devices with ",
+                     lbas * options_.lba_size, " free bytes each, only ", got,
+                     " have it; delete objects or add devices"));
   }
   for (int i = 0; i < width; ++i) {
     BlockRecord& b = records[first + i];
@@ -430,7 +428,8 @@ absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
     if (absl::Status s = devices_[d]->ns->Flush(); !s.ok()) {
       return absl::UnavailableError(absl::StrCat("flush of device ", d, " failed (", s.message(),
                                                  "); nothing was committed: retry, or fail the "
-                                                 "device with `ecctl device fail ", d, "`"));
+                                                 "device with `ecctl device fail ",
+                                                 d, "`"));
     }
   }
   return absl::OkStatus();
@@ -447,7 +446,8 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
 
 bool Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out) {
   if (!DeviceOnline(b.device)) return false;
-  const absl::Span<uint8_t> padded(out.data(), static_cast<size_t>(b.lba_count) * options_.lba_size);
+  const absl::Span<uint8_t> padded(out.data(),
+                                   static_cast<size_t>(b.lba_count) * options_.lba_size);
   absl::Status s = devices_[b.device]->ns->Read(b.lba, padded);
   if (!s.ok()) {
     Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
@@ -466,8 +466,7 @@ bool Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Sp
   return true;
 }
 
-absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length,
-                         ByteSink& sink) {
+absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
   if (!found.ok()) return found.status();
@@ -476,8 +475,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     return absl::OutOfRangeError(absl::StrCat("offset ", offset, " is past the end of \"", name,
                                               "\" (", object.size, " bytes)"));
   }
-  const uint64_t end =
-      length == 0 || length > object.size - offset ? object.size : offset + length;
+  const uint64_t end = length == 0 || length > object.size - offset ? object.size : offset + length;
   if (absl::Status s = sink.Start(object.size); !s.ok()) return s;
   if (offset == end) return absl::OkStatus();
 
@@ -531,8 +529,8 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
         }
         if (static_cast<int>(available.size()) < m) {
           return absl::DataLossError(absl::StrCat(
-              "stripe ", stripe, " of \"", name, "\" has only ", available.size(), " readable blocks of the ", m,
-              " needed: more than ", object.parity_blocks,
+              "stripe ", stripe, " of \"", name, "\" has only ", available.size(),
+              " readable blocks of the ", m, " needed: more than ", object.parity_blocks,
               " blocks are lost. Bring failed devices back online (`ecctl device online`) and "
               "retry; otherwise restore this object from a backup"));
         }
@@ -653,8 +651,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
     const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
     absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
     if (!blocks.ok()) return blocks.status();
-    std::vector<BlockRecord> replaced;     // New locations, to commit.
-    std::vector<BlockRecord> superseded;   // Old locations, freed after the commit.
+    std::vector<BlockRecord> replaced;    // New locations, to commit.
+    std::vector<BlockRecord> superseded;  // Old locations, freed after the commit.
     std::vector<bool> touched(devices_.size(), false);
     auto abandon = [&](absl::Status s) {
       FreeExtents(replaced);
@@ -769,8 +767,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
   }
   if (lost_stripes > 0) {
     return absl::DataLossError(absl::StrCat(
-        lost_stripes, " of ", object.stripe_count, " stripes of \"", name,
-        "\" have fewer than ", m, " good blocks and cannot be rebuilt (the rest were repaired). "
+        lost_stripes, " of ", object.stripe_count, " stripes of \"", name, "\" have fewer than ", m,
+        " good blocks and cannot be rebuilt (the rest were repaired). "
         "Bring failed devices back online and run recover again, or restore from a backup"));
   }
   if (!no_space.ok()) return no_space;

@@ -54,7 +54,7 @@ struct EncodeParams {
   uint32_t data_blocks = 0;    // 0: the default.
   uint32_t parity_blocks = 0;  // 0: the default.
   ec::MatrixType matrix = ec::MatrixType::kCauchy;
-  uint64_t block_size = 0;     // 0: the default.
+  uint64_t block_size = 0;  // 0: the default.
 };
 
 // Where Encode pulls an object's bytes from.
@@ -155,7 +155,7 @@ class Store {
   absl::Status Init();
 
   absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
-                                                           int parity);
+                                                            int parity);
   uint64_t LbasPerBlock(uint64_t block_size) const;
 
   // Places and writes the M+K blocks of one encoded stripe; appends their records.

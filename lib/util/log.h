@@ -29,9 +29,9 @@ template <typename... Args>
 void Log(LogLevel level, const absl::FormatSpec<Args...>& format, const Args&... args) {
   if (static_cast<int>(level) < MinLogLevel().load(std::memory_order_relaxed)) return;
   static constexpr const char* kNames[] = {"DEBUG", "INFO", "WARN", "ERROR"};
-  std::string line = absl::StrCat(
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ ", absl::Now(), absl::UTCTimeZone()),
-      kNames[static_cast<int>(level)], " ", absl::StrFormat(format, args...), "\n");
+  std::string line =
+      absl::StrCat(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ ", absl::Now(), absl::UTCTimeZone()),
+                   kNames[static_cast<int>(level)], " ", absl::StrFormat(format, args...), "\n");
   (void)!::write(STDERR_FILENO, line.data(), line.size());
 }
 

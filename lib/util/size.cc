@@ -9,8 +9,9 @@ namespace ecd {
 
 absl::StatusOr<uint64_t> ParseSize(absl::string_view text) {
   const auto invalid = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "invalid size \"", text, "\": use a number with an optional K, M, G or T suffix (e.g. 64K, 1M)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid size \"", text,
+                     "\": use a number with an optional K, M, G or T suffix (e.g. 64K, 1M)"));
   };
   absl::string_view s = absl::StripAsciiWhitespace(text);
   size_t digits = 0;
@@ -31,11 +32,20 @@ absl::StatusOr<uint64_t> ParseSize(absl::string_view text) {
     const std::string rest = suffix.substr(1);
     if (rest != "" && rest != "B" && rest != "IB") return invalid();
     switch (unit) {
-      case 'K': shift = 10; break;
-      case 'M': shift = 20; break;
-      case 'G': shift = 30; break;
-      case 'T': shift = 40; break;
-      default: return invalid();
+      case 'K':
+        shift = 10;
+        break;
+      case 'M':
+        shift = 20;
+        break;
+      case 'G':
+        shift = 30;
+        break;
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        return invalid();
     }
   }
   if (shift > 0 && value > (UINT64_MAX >> shift)) return invalid();
