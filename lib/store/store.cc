@@ -48,6 +48,17 @@ AlignedBuffer AllocateAligned(size_t bytes) {
   return AlignedBuffer(static_cast<uint8_t*>(p));
 }
 
+// The blocks of `stripe` by index (null where the catalog has none), taken from rows ordered
+// by stripe and index starting at `row`, which is advanced past them.
+std::vector<const BlockRecord*> TakeStripe(const std::vector<BlockRecord>& rows, size_t& row,
+                                           uint64_t stripe, int width) {
+  std::vector<const BlockRecord*> by_index(width, nullptr);
+  for (; row < rows.size() && rows[row].stripe == stripe; ++row) {
+    if (rows[row].index < static_cast<uint32_t>(width)) by_index[rows[row].index] = &rows[row];
+  }
+  return by_index;
+}
+
 std::string DevicePath(const std::string& data_dir, const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   return (std::filesystem::path(data_dir) / path).string();
@@ -497,11 +508,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     if (!blocks.ok()) return blocks.status();
     size_t row = 0;
     for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
-      std::vector<const BlockRecord*> by_index(width, nullptr);
-      for (; row < blocks->size() && (*blocks)[row].stripe == stripe; ++row) {
-        const BlockRecord& b = (*blocks)[row];
-        if (b.index < static_cast<uint32_t>(width)) by_index[b.index] = &b;
-      }
+      const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
       const uint64_t base = stripe * stripe_bytes;
       const uint64_t lo = std::max(offset, base) - base;
       const uint64_t hi = std::min(end, base + stripe_bytes) - base;
@@ -660,11 +667,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
     };
     size_t row = 0;
     for (uint64_t stripe = batch; stripe < batch + count; ++stripe, ++p.stripes_done) {
-      std::vector<const BlockRecord*> by_index(width, nullptr);
-      for (; row < blocks->size() && (*blocks)[row].stripe == stripe; ++row) {
-        const BlockRecord& b = (*blocks)[row];
-        if (b.index < static_cast<uint32_t>(width)) by_index[b.index] = &b;
-      }
+      const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
       std::vector<int> available;
       std::vector<int> bad;
       for (int i = 0; i < width; ++i) {
