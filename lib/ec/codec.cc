@@ -11,9 +11,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/ec/block_checks.h"
 
 namespace ecd::ec {
 namespace {
+
+using internal::CheckBlocks;
+using internal::CheckDisjoint;
 
 constexpr size_t kDecodeCacheEntries = 64;
 
@@ -31,34 +35,6 @@ absl::Status CachedVandermondeCheck(int data, int parity) {
   std::lock_guard lock(mu);
   verdicts.emplace(std::make_pair(data, parity), s);
   return s;
-}
-
-template <typename Span>
-absl::Status CheckBlocks(const Span& blocks, size_t count, const char* what, size_t* length) {
-  if (blocks.size() != count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected ", count, " ", what, " blocks, got ", blocks.size()));
-  }
-  for (const auto& b : blocks) {
-    if (b.size() != blocks[0].size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("blocks differ in length (", b.size(), " vs ", blocks[0].size(), ")"));
-    }
-    if (b.data() == nullptr) return absl::InvalidArgumentError("null block buffer");
-  }
-  *length = blocks.empty() ? 0 : blocks[0].size();
-  return ValidateBlockSize(*length);
-}
-
-// Returns InvalidArgument if any two of the [begin, begin+len) ranges overlap.
-absl::Status CheckDisjoint(std::vector<const uint8_t*> starts, size_t len) {
-  std::sort(starts.begin(), starts.end());
-  for (size_t i = 1; i < starts.size(); ++i) {
-    if (starts[i] < starts[i - 1] + len) {
-      return absl::InvalidArgumentError("block buffers overlap; give each block its own memory");
-    }
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -89,6 +65,78 @@ absl::StatusOr<std::shared_ptr<const Codec>> Codec::Create(MatrixType type, int 
   }
   return std::shared_ptr<const Codec>(
       new Codec(type, data, parity, CodingMatrix(type, data, parity)));
+}
+
+absl::StatusOr<std::shared_ptr<const Codec>> Codec::CreateFromRaw(absl::Span<const uint8_t> raw,
+                                                                  int data, int parity) {
+  if (absl::Status s = ValidateShape(data, parity); !s.ok()) return s;
+  if (raw.size() != static_cast<size_t>(data) * parity) {
+    return absl::InvalidArgumentError(absl::StrCat("a raw matrix for ", data, "+", parity, " has ",
+                                                   data * parity, " bytes, not ", raw.size()));
+  }
+  std::vector<uint8_t> coding(raw.size());
+  for (int i = 0; i < data; ++i) {
+    for (int j = 0; j < parity; ++j) coding[j * data + i] = raw[i * parity + j];
+  }
+  return std::shared_ptr<const Codec>(new Codec(MatrixType::kRaw, data, parity, std::move(coding)));
+}
+
+absl::Status Codec::Update(absl::Span<const int> changed,
+                           absl::Span<const absl::Span<const uint8_t>> old_data,
+                           absl::Span<const absl::Span<const uint8_t>> new_data,
+                           absl::Span<const absl::Span<const uint8_t>> old_parity,
+                           absl::Span<const absl::Span<uint8_t>> new_parity) const {
+  const size_t n = changed.size();
+  if (n == 0 || n > static_cast<size_t>(data_)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("an update changes 1..", data_, " data blocks, not ", n));
+  }
+  for (size_t x = 0; x < n; ++x) {
+    if (changed[x] < 0 || changed[x] >= data_ || (x > 0 && changed[x] <= changed[x - 1])) {
+      return absl::InvalidArgumentError(
+          "changed block indices must be data indices 0..M-1, ascending and unique");
+    }
+  }
+  size_t len = 0, l2 = 0, l3 = 0, l4 = 0;
+  if (absl::Status s = CheckBlocks(old_data, n, "old data", &len); !s.ok()) return s;
+  if (absl::Status s = CheckBlocks(new_data, n, "new data", &l2); !s.ok()) return s;
+  if (absl::Status s = CheckBlocks(old_parity, parity_, "old parity", &l3); !s.ok()) return s;
+  if (absl::Status s = CheckBlocks(new_parity, parity_, "new parity", &l4); !s.ok()) return s;
+  if (len != l2 || len != l3 || len != l4) {
+    return absl::InvalidArgumentError("update blocks differ in length");
+  }
+  bool in_place = true;
+  for (int j = 0; j < parity_; ++j) in_place &= old_parity[j].data() == new_parity[j].data();
+  std::vector<const uint8_t*> starts;
+  for (size_t x = 0; x < n; ++x) {
+    starts.push_back(old_data[x].data());
+    starts.push_back(new_data[x].data());
+  }
+  for (int j = 0; j < parity_; ++j) {
+    starts.push_back(new_parity[j].data());
+    if (!in_place) starts.push_back(old_parity[j].data());
+  }
+  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
+
+  // Tables for the K x n submatrix of the changed columns; accumulate each delta into parity.
+  std::vector<uint8_t> sub(static_cast<size_t>(parity_) * n);
+  for (int j = 0; j < parity_; ++j) {
+    for (size_t x = 0; x < n; ++x) sub[j * n + x] = coding_[j * data_ + changed[x]];
+  }
+  std::vector<uint8_t> tables(32 * n * static_cast<size_t>(parity_));
+  ec_init_tables(static_cast<int>(n), parity_, sub.data(), tables.data());
+  std::vector<uint8_t*> out(parity_);
+  for (int j = 0; j < parity_; ++j) {
+    out[j] = new_parity[j].data();
+    if (!in_place) std::copy(old_parity[j].begin(), old_parity[j].end(), out[j]);
+  }
+  std::vector<uint8_t> delta(len);
+  for (size_t x = 0; x < n; ++x) {
+    for (size_t b = 0; b < len; ++b) delta[b] = old_data[x][b] ^ new_data[x][b];
+    ec_encode_data_update(static_cast<int>(len), static_cast<int>(n), parity_, static_cast<int>(x),
+                          tables.data(), delta.data(), out.data());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Codec::Encode(absl::Span<const absl::Span<const uint8_t>> data,

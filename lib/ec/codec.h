@@ -27,6 +27,12 @@ class Codec {
   // Creates a codec for `data` (M) data and `parity` (K) parity blocks. Returns InvalidArgument
   // for a shape out of range, or for a Vandermonde matrix with any undecodable erasure pattern.
   static absl::StatusOr<std::shared_ptr<const Codec>> Create(MatrixType type, int data, int parity);
+  // Creates a codec from a raw coefficient buffer of M x K bytes, data-major as DOCA's
+  // doca_ec_matrix_create_from_raw takes it: raw[i * K + j] multiplies data block i into parity
+  // block j. A raw matrix is not checked for decodability (that may be too costly); Reconstruct
+  // returns DataLoss for an erasure pattern it cannot invert.
+  static absl::StatusOr<std::shared_ptr<const Codec>> CreateFromRaw(absl::Span<const uint8_t> raw,
+                                                                    int data, int parity);
   ~Codec();
   Codec(const Codec&) = delete;
   Codec& operator=(const Codec&) = delete;
@@ -41,6 +47,22 @@ class Codec {
   // ValidateBlockSize. Returns InvalidArgument otherwise, with `parity` untouched.
   absl::Status Encode(absl::Span<const absl::Span<const uint8_t>> data,
                       absl::Span<const absl::Span<uint8_t>> parity) const;
+
+  // Computes new parity after the data blocks listed in `changed` (ascending, unique) change
+  // from `old_data` to `new_data` (one block each, in the order of `changed`), from the K old
+  // parity blocks, without reading the unchanged data blocks (DOCA's update task):
+  //   new_parity_j = old_parity_j + sum_c a_jc * (old_c + new_c)   over GF(2^8).
+  // The result equals a full re-encode of the new data byte for byte. `new_parity` may be the
+  // same buffers as `old_parity` (in-place update); otherwise no buffers may overlap.
+  // InvalidArgument for bad indices, counts or lengths, with `new_parity` untouched.
+  absl::Status Update(absl::Span<const int> changed,
+                      absl::Span<const absl::Span<const uint8_t>> old_data,
+                      absl::Span<const absl::Span<const uint8_t>> new_data,
+                      absl::Span<const absl::Span<const uint8_t>> old_parity,
+                      absl::Span<const absl::Span<uint8_t>> new_parity) const;
+
+  // The K x M coding matrix, row-major (coefficient of data i in parity j at [j * M + i]).
+  const std::vector<uint8_t>& coding() const { return coding_; }
 
   // Rebuilds the blocks listed in `wanted` from the blocks listed in `available`.
   // `blocks` holds all M+K blocks of the stripe in index order (0..M-1 data, M.. parity), each the

@@ -80,9 +80,9 @@ std::vector<uint8_t> CodingMatrix(MatrixType type, int data, int parity) {
   std::vector<uint8_t> a(static_cast<size_t>(data) * parity);
   for (int j = 0; j < parity; ++j) {
     for (int i = 0; i < data; ++i) {
-      a[j * data + i] = type == MatrixType::kCauchy
-                            ? static_cast<uint8_t>(gf_inv(static_cast<uint8_t>(i ^ (data + j))))
-                            : Power(static_cast<uint8_t>(i + 1), j);
+      a[j * data + i] = type == MatrixType::kVandermonde
+                            ? Power(static_cast<uint8_t>(i + 1), j)
+                            : static_cast<uint8_t>(gf_inv(static_cast<uint8_t>(i ^ (data + j))));
     }
   }
   return a;
@@ -143,7 +143,15 @@ absl::Status CheckEveryErasurePatternDecodes(const std::vector<uint8_t>& coding,
 }
 
 const char* MatrixTypeName(MatrixType type) {
-  return type == MatrixType::kVandermonde ? "vandermonde" : "cauchy";
+  switch (type) {
+    case MatrixType::kVandermonde:
+      return "vandermonde";
+    case MatrixType::kRaw:
+      return "raw";
+    case MatrixType::kCauchy:
+      break;
+  }
+  return "cauchy";
 }
 
 }  // namespace ecd::ec

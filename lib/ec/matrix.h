@@ -17,6 +17,7 @@ namespace ecd::ec {
 enum class MatrixType {
   kCauchy,       // a_ij = 1 / (x_i + y_j), x_i = i, y_j = M + j. Every erasure pattern decodes.
   kVandermonde,  // a_ij = (i + 1)^j. Not MDS for every shape: checked before use.
+  kRaw,          // Coefficients given by the caller (Codec::CreateFromRaw).
 };
 
 inline constexpr int kMaxDataBlocks = 128;
@@ -32,7 +33,7 @@ absl::Status ValidateShape(int data, int parity);
 absl::Status ValidateBlockSize(size_t block_size);
 
 // Returns the K x M coding matrix, row-major: result[j * data + i] = a_ij for data block i and
-// parity block j. REQUIRES: ValidateShape(data, parity).ok().
+// parity block j. REQUIRES: ValidateShape(data, parity).ok() and type != kRaw.
 std::vector<uint8_t> CodingMatrix(MatrixType type, int data, int parity);
 
 // Returns OK when every pattern of up to `parity` lost blocks of the systematic code built on

@@ -1,0 +1,179 @@
+// The engine's task runners and its worker pool with held (unflushed) batches.
+#include "lib/ec/engine.h"
+
+#include <isa-l/crc.h>
+#include <isa-l/erasure_code.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "lib/ec/block_checks.h"
+
+namespace ecd::ec {
+namespace {
+
+constexpr int kMaxGaloisDimension = kMaxDataBlocks + kMaxParityBlocks;
+
+template <typename Blocks>
+void AddChecksum(uint64_t& sum, const Blocks& blocks) {
+  for (const auto& b : blocks) {
+    sum = sum * 1000003u +
+          crc32_iscsi(const_cast<uint8_t*>(b.data()), static_cast<int>(b.size()), 0xFFFFFFFFu);
+  }
+}
+
+// A checksum of every block the task reads, to catch callers that touch in-flight buffers.
+uint64_t SourceChecksum(const Task& task) {
+  uint64_t sum = 0;
+  std::visit(
+      [&](const auto& t) {
+        using T = std::decay_t<decltype(t)>;
+        if constexpr (std::is_same_v<T, CreateTask>) {
+          AddChecksum(sum, t.data);
+        } else if constexpr (std::is_same_v<T, UpdateTask>) {
+          AddChecksum(sum, t.old_data);
+          AddChecksum(sum, t.new_data);
+        } else if constexpr (std::is_same_v<T, RecoverTask>) {
+          for (int i : t.available) {
+            if (i >= 0 && static_cast<size_t>(i) < t.blocks.size()) {
+              AddChecksum(sum, std::vector<absl::Span<uint8_t>>{t.blocks[i]});
+            }
+          }
+        } else {
+          AddChecksum(sum, t.src);
+        }
+      },
+      task);
+  return sum;
+}
+
+}  // namespace
+
+absl::Status GaloisMultiply(absl::Span<const uint8_t> coefficients, int rows, int cols,
+                            absl::Span<const absl::Span<const uint8_t>> src,
+                            absl::Span<const absl::Span<uint8_t>> dst) {
+  if (rows < 1 || rows > kMaxGaloisDimension || cols < 1 || cols > kMaxGaloisDimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a Galois multiply matrix is 1..", kMaxGaloisDimension, " x 1..",
+                     kMaxGaloisDimension, ", not ", rows, " x ", cols));
+  }
+  if (coefficients.size() != static_cast<size_t>(rows) * cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("expected ", rows * cols, " coefficients, got ", coefficients.size()));
+  }
+  size_t len = 0, dst_len = 0;
+  if (absl::Status s = internal::CheckBlocks(src, cols, "source", &len); !s.ok()) return s;
+  if (absl::Status s = internal::CheckBlocks(dst, rows, "destination", &dst_len); !s.ok()) {
+    return s;
+  }
+  if (len != dst_len) return absl::InvalidArgumentError("source and destination lengths differ");
+  std::vector<const uint8_t*> starts;
+  std::vector<uint8_t*> in, out;
+  for (const auto& b : src) {
+    in.push_back(const_cast<uint8_t*>(b.data()));
+    starts.push_back(b.data());
+  }
+  for (const auto& b : dst) {
+    out.push_back(b.data());
+    starts.push_back(b.data());
+  }
+  if (absl::Status s = internal::CheckDisjoint(std::move(starts), len); !s.ok()) return s;
+  std::vector<uint8_t> tables(32 * static_cast<size_t>(rows) * cols);
+  ec_init_tables(cols, rows, const_cast<uint8_t*>(coefficients.data()), tables.data());
+  ec_encode_data(static_cast<int>(len), cols, rows, tables.data(), in.data(), out.data());
+  return absl::OkStatus();
+}
+
+absl::Status RunTask(const Task& task) {
+  return std::visit(
+      [](const auto& t) -> absl::Status {
+        using T = std::decay_t<decltype(t)>;
+        if constexpr (std::is_same_v<T, GaloisMulTask>) {
+          return GaloisMultiply(t.coefficients, t.rows, t.cols, t.src, t.dst);
+        } else {
+          if (t.codec == nullptr) return absl::InvalidArgumentError("task has no codec");
+          if constexpr (std::is_same_v<T, CreateTask>) {
+            return t.codec->Encode(t.data, t.parity);
+          } else if constexpr (std::is_same_v<T, UpdateTask>) {
+            return t.codec->Update(t.changed, t.old_data, t.new_data, t.old_parity, t.new_parity);
+          } else {
+            return t.codec->Reconstruct(t.blocks, t.available, t.wanted);
+          }
+        }
+      },
+      task);
+}
+
+Engine::Engine(EngineOptions options) : check_buffers_(options.check_buffers) {
+  const int n = std::clamp(options.workers, 1, 256);
+  threads_.reserve(n);
+  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Work(); });
+}
+
+Engine::~Engine() {
+  std::vector<Pending> held;
+  {
+    std::lock_guard lock(mu_);
+    held.swap(held_);
+    stopping_ = true;
+  }
+  ready_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  for (Pending& p : held) {
+    p.done(absl::CancelledError("the engine stopped before this held task was flushed"));
+  }
+}
+
+void Engine::Submit(Task task, Callback done, SubmitFlag flag) {
+  Pending p{std::move(task), std::move(done), 0};
+  if (check_buffers_) p.source_checksum = SourceChecksum(p.task);
+  {
+    std::lock_guard lock(mu_);
+    held_.push_back(std::move(p));
+    if (flag == SubmitFlag::kNone) return;
+    for (Pending& h : held_) queue_.push_back(std::move(h));
+    held_.clear();
+  }
+  ready_.notify_all();
+}
+
+std::future<absl::Status> Engine::Submit(Task task, SubmitFlag flag) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> future = promise->get_future();
+  Submit(
+      std::move(task), [promise](absl::Status s) { promise->set_value(std::move(s)); }, flag);
+  return future;
+}
+
+void Engine::Flush() {
+  {
+    std::lock_guard lock(mu_);
+    for (Pending& h : held_) queue_.push_back(std::move(h));
+    held_.clear();
+  }
+  ready_.notify_all();
+}
+
+void Engine::Work() {
+  for (;;) {
+    Pending p;
+    {
+      std::unique_lock lock(mu_);
+      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // Stopping, and nothing flushed is left.
+      p = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    absl::Status status;
+    if (check_buffers_ && SourceChecksum(p.task) != p.source_checksum) {
+      status = absl::FailedPreconditionError(
+          "a source buffer changed between Submit and the task's run; buffers belong to the "
+          "engine until the task completes");
+    } else {
+      status = RunTask(p.task);
+    }
+    p.done(std::move(status));
+  }
+}
+
+}  // namespace ecd::ec

@@ -1,0 +1,138 @@
+// Engine: erasure-coding work as tasks submitted to a pool of workers, in the model of NVIDIA
+// DOCA Erasure Coding (doca_ec): four task kinds, submitted one at a time or held and flushed as
+// a batch, completed asynchronously with an absl::Status.
+//
+// Task semantics (DOCA's, over GF(2^8) with polynomial 0x11d):
+// - CreateTask: M data blocks -> K redundancy blocks (doca_ec_task_create).
+// - UpdateTask: (old_i, new_i) for each changed data block i, plus the K old redundancy blocks
+//   -> K new redundancy blocks, equal byte for byte to re-encoding the new data
+//   (doca_ec_task_update).
+// - RecoverTask: M+K block buffers of which `available` (at least M) hold good bytes, and the
+//   indices to rebuild (data or redundancy) -> those blocks (doca_ec_task_recover; DOCA rebuilds
+//   only data blocks, this engine rebuilds redundancy blocks too).
+// - GaloisMulTask: R x C coefficients times C source blocks -> R destination blocks
+//   (doca_ec_task_galois_mul), for custom updates or regenerating parity.
+//
+// Buffers: the caller owns every buffer of a task and must neither touch nor free it from
+// Submit until the task completes. Debug builds (or EngineOptions::check_buffers) checksum each
+// task's source blocks at submit and fail the task with FailedPrecondition if they changed
+// before it ran.
+// Thread safety: Submit, Flush and Run may be called from any thread. Completion callbacks run
+// on a worker thread and must not block for long.
+#ifndef ECD_LIB_EC_ENGINE_H_
+#define ECD_LIB_EC_ENGINE_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "lib/ec/codec.h"
+
+namespace ecd::ec {
+
+struct CreateTask {
+  std::shared_ptr<const Codec> codec;
+  std::vector<absl::Span<const uint8_t>> data;  // M blocks.
+  std::vector<absl::Span<uint8_t>> parity;      // K blocks, written.
+};
+
+struct UpdateTask {
+  std::shared_ptr<const Codec> codec;
+  std::vector<int> changed;                           // Ascending data indices.
+  std::vector<absl::Span<const uint8_t>> old_data;    // One per changed index.
+  std::vector<absl::Span<const uint8_t>> new_data;    // One per changed index.
+  std::vector<absl::Span<const uint8_t>> old_parity;  // K blocks.
+  std::vector<absl::Span<uint8_t>> new_parity;        // K blocks, written (may be old_parity).
+};
+
+struct RecoverTask {
+  std::shared_ptr<const Codec> codec;
+  std::vector<absl::Span<uint8_t>> blocks;  // All M+K blocks of the stripe, in index order.
+  std::vector<int> available;               // Indices holding good bytes (>= M).
+  std::vector<int> wanted;                  // Indices to rebuild.
+};
+
+struct GaloisMulTask {
+  std::vector<uint8_t> coefficients;  // rows x cols, row-major.
+  int rows = 0;
+  int cols = 0;
+  std::vector<absl::Span<const uint8_t>> src;  // cols blocks.
+  std::vector<absl::Span<uint8_t>> dst;        // rows blocks, written.
+};
+
+using Task = std::variant<CreateTask, UpdateTask, RecoverTask, GaloisMulTask>;
+
+// dst[r] = sum_c coefficients[r * cols + c] * src[c] over GF(2^8). Block rules as for Codec.
+absl::Status GaloisMultiply(absl::Span<const uint8_t> coefficients, int rows, int cols,
+                            absl::Span<const absl::Span<const uint8_t>> src,
+                            absl::Span<const absl::Span<uint8_t>> dst);
+
+// Runs one task on the calling thread.
+absl::Status RunTask(const Task& task);
+
+enum class SubmitFlag {
+  kFlush,  // Start this task and every task held before it (DOCA_TASK_SUBMIT_FLAG_FLUSH).
+  kNone,   // Hold it until the next kFlush submit or Flush() (DOCA_TASK_SUBMIT_FLAG_NONE).
+};
+
+struct EngineOptions {
+  int workers = 1;  // Threads that run tasks, 1..256.
+  // Checksum source blocks at submit and fail tasks whose sources changed before they ran.
+  // On by default in debug builds; costs one CRC pass over the sources.
+#ifdef NDEBUG
+  bool check_buffers = false;
+#else
+  bool check_buffers = true;
+#endif
+};
+
+class Engine {
+ public:
+  using Callback = std::function<void(absl::Status)>;
+
+  explicit Engine(EngineOptions options);
+  // Runs every task already submitted and flushed, then stops the workers. Held (unflushed)
+  // tasks are completed with Cancelled.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues `task`; `done` is called once with its status. The task's buffers are the caller's
+  // until then (see the file comment).
+  void Submit(Task task, Callback done, SubmitFlag flag = SubmitFlag::kFlush);
+  // As above, completing a future instead of a callback.
+  std::future<absl::Status> Submit(Task task, SubmitFlag flag = SubmitFlag::kFlush);
+  // Starts every held task.
+  void Flush();
+
+  int workers() const { return static_cast<int>(threads_.size()); }
+
+ private:
+  struct Pending {
+    Task task;
+    Callback done;
+    uint64_t source_checksum = 0;  // With check_buffers only.
+  };
+  void Work();
+
+  const bool check_buffers_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::vector<Pending> held_;  // Submitted with kNone, not yet flushed.
+  std::deque<Pending> queue_;  // Flushed, waiting for a worker.
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace ecd::ec
+
+#endif  // ECD_LIB_EC_ENGINE_H_
