@@ -196,20 +196,17 @@ void Encode(Client& c, const std::string& file, std::string name, uint32_t m, ui
               Shape(o).c_str(), FormatSize(o.block_size()).c_str(), MatrixName(o.matrix()));
 }
 
-// ---- read
+// What a streamed read delivered.
+struct Streamed {
+  uint64_t bytes = 0;
+  uint32_t reconstructed = 0;
+};
 
-void Read(Client& c, const std::string& name, const std::string& out, const std::string& offset,
-          const std::string& length) {
-  v1::ReadRequest request;
-  request.set_name(name);
-  for (auto [text, setter] : {std::pair<const std::string*, void (v1::ReadRequest::*)(uint64_t)>{
-                                  &offset, &v1::ReadRequest::set_offset},
-                              {&length, &v1::ReadRequest::set_length}}) {
-    if (text->empty()) continue;
-    absl::StatusOr<uint64_t> v = ecd::ParseSize(*text);
-    if (!v.ok()) throw Failure{2, std::string(v.status().message())};
-    (request.*setter)(*v);
-  }
+// Writes a stream of ReadResponse into `out` ("-": stdout) through a partial file that is
+// fsynced and renamed into place only when the stream ends OK, so no partial or unchecked
+// bytes are ever left under `out`.
+Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& context,
+                    grpc::ClientReader<v1::ReadResponse>& stream, const std::string& out) {
   const bool to_stdout = out == "-";
   std::string partial;
   int fd = STDOUT_FILENO;
@@ -228,12 +225,10 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
       ::unlink(partial.c_str());
     }
   };
-  auto context = c.Context();
-  auto reader = c.objects().Read(context.get(), request);
   v1::ReadResponse chunk;
   uint64_t total = 0;
   uint32_t reconstructed = 0;
-  while (reader->Read(&chunk)) {
+  while (stream.Read(&chunk)) {
     reconstructed += chunk.reconstructed_blocks();
     const std::string& d = chunk.data();
     size_t at = 0;
@@ -242,7 +237,7 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         const int err = errno;
-        context->TryCancel();
+        context.TryCancel();
         discard();
         throw Failure{3, absl::StrCat("write ", out, ": ", std::strerror(err))};
       }
@@ -250,10 +245,10 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
     }
     total += d.size();
   }
-  grpc::Status status = reader->Finish();
+  grpc::Status status = stream.Finish();
   if (!status.ok()) {
     discard();  // Never leave partial or unchecked bytes under the output name.
-    c.Check(status, absl::StrCat("read ", name));
+    c.Check(status, what);
   }
   if (!to_stdout) {
     if (::fsync(fd) != 0 || ::close(fd) != 0) {
@@ -267,6 +262,29 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
       throw Failure{3, absl::StrCat("rename to ", out, ": ", std::strerror(err))};
     }
   }
+  return Streamed{total, reconstructed};
+}
+
+// ---- read
+
+void Read(Client& c, const std::string& name, const std::string& out, const std::string& offset,
+          const std::string& length) {
+  v1::ReadRequest request;
+  request.set_name(name);
+  for (auto [text, setter] : {std::pair<const std::string*, void (v1::ReadRequest::*)(uint64_t)>{
+                                  &offset, &v1::ReadRequest::set_offset},
+                              {&length, &v1::ReadRequest::set_length}}) {
+    if (text->empty()) continue;
+    absl::StatusOr<uint64_t> v = ecd::ParseSize(*text);
+    if (!v.ok()) throw Failure{2, std::string(v.status().message())};
+    (request.*setter)(*v);
+  }
+  auto context = c.Context();
+  auto reader = c.objects().Read(context.get(), request);
+  const Streamed got = SaveStream(c, absl::StrCat("read ", name), *context, *reader, out);
+  const bool to_stdout = out == "-";
+  const uint64_t total = got.bytes;
+  const uint32_t reconstructed = got.reconstructed;
   if (c.globals().json) {
     std::fprintf(to_stdout ? stderr : stdout,
                  "{\"name\":\"%s\",\"bytes\":\"%llu\",\"reconstructed_blocks\":%u}\n", name.c_str(),
@@ -275,6 +293,31 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
   }
   std::fprintf(to_stdout ? stderr : stdout, "read %s: %s -> %s (%u blocks reconstructed)\n",
                name.c_str(), FormatSize(total).c_str(), out.c_str(), reconstructed);
+}
+
+// ---- block get
+
+void BlockGet(Client& c, const std::string& name, uint64_t stripe, uint32_t index,
+              const std::string& out) {
+  v1::GetBlockRequest request;
+  request.set_name(name);
+  request.set_stripe(stripe);
+  request.set_index(index);
+  auto context = c.Context();
+  auto reader = c.objects().GetBlock(context.get(), request);
+  const std::string what = absl::StrCat("block get ", name, " stripe ", stripe, " index ", index);
+  const Streamed got = SaveStream(c, what, *context, *reader, out);
+  FILE* to = out == "-" ? stderr : stdout;
+  if (c.globals().json) {
+    std::fprintf(to,
+                 "{\"name\":\"%s\",\"stripe\":\"%llu\",\"index\":%u,\"bytes\":\"%llu\","
+                 "\"reconstructed\":%s}\n",
+                 name.c_str(), static_cast<unsigned long long>(stripe), index,
+                 static_cast<unsigned long long>(got.bytes), got.reconstructed ? "true" : "false");
+    return;
+  }
+  std::fprintf(to, "%s: %s -> %s%s\n", what.c_str(), FormatSize(got.bytes).c_str(), out.c_str(),
+               got.reconstructed ? " (the stored copy was bad: rebuilt from its stripe)" : "");
 }
 
 // ---- recover
@@ -441,6 +484,16 @@ int main(int argc, char** argv) {
   auto* rm = app.add_subcommand("rm", "Delete an object");
   rm->add_option("NAME", name, "Object name")->required();
 
+  uint64_t stripe_index = 0;
+  uint32_t block_index = 0;
+  auto* block = app.add_subcommand("block", "Stored blocks");
+  block->require_subcommand(1);
+  auto* block_get = block->add_subcommand("get", "Export one stored block (data or parity)");
+  block_get->add_option("NAME", name, "Object name")->required();
+  block_get->add_option("--stripe", stripe_index, "Stripe number")->required();
+  block_get->add_option("--index", block_index, "Block index: 0..M-1 data, M.. parity")->required();
+  block_get->add_option("-o,--output", out, "Output file, or - for stdout")->required();
+
   auto* dev = app.add_subcommand("device", "Devices");
   dev->require_subcommand(1);
   auto* dev_ls = dev->add_subcommand("ls", "List devices");
@@ -473,6 +526,8 @@ int main(int argc, char** argv) {
       List(c);
     } else if (rm->parsed()) {
       Remove(c, name);
+    } else if (block_get->parsed()) {
+      BlockGet(c, name, stripe_index, block_index, out);
     } else if (dev_ls->parsed()) {
       DeviceList(c);
     } else if (dev_fail->parsed()) {

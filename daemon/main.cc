@@ -34,6 +34,7 @@ struct Flags {
   uint32_t parity_blocks = 2;
   std::string max_stripe_memory = "512M";
   std::string log_level = "info";
+  int ec_workers = 2;
 };
 
 int Fail(const std::string& message) {
@@ -66,6 +67,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-stripe-memory", f.max_stripe_memory,
                  "Largest stripe ((M+K) x block size) a request may hold in memory")
       ->capture_default_str();
+  app.add_option("--ec-workers", f.ec_workers, "Threads of the erasure-coding engine (1..256)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -89,6 +93,7 @@ int main(int argc, char** argv) {
   options.device_count = f.devices;
   options.default_data_blocks = f.data_blocks;
   options.default_parity_blocks = f.parity_blocks;
+  options.ec_workers = f.ec_workers;
   for (auto [text, out, flag] :
        {std::tuple<std::string*, uint64_t*, const char*>{&f.device_size, &options.device_size,
                                                          "--device-size"},

@@ -137,6 +137,15 @@ grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRe
   return ToGrpc(s);
 }
 
+grpc::Status ObjectsService::GetBlock(grpc::ServerContext* context,
+                                      const v1::GetBlockRequest* request,
+                                      grpc::ServerWriter<v1::ReadResponse>* writer) {
+  ReadStreamSink sink(writer);
+  absl::Status s = store_->GetBlock(request->name(), request->stripe(), request->index(), sink);
+  if (s.ok()) s = sink.Finish();
+  return ToGrpc(s);
+}
+
 grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRequest* request,
                                   v1::StatResponse* response) {
   absl::StatusOr<store::ObjectStatus> status =

@@ -25,6 +25,8 @@ class ObjectsService final : public v1::Objects::Service {
                       v1::DeleteResponse* response) override;
   grpc::Status Recover(grpc::ServerContext* context, const v1::RecoverRequest* request,
                        grpc::ServerWriter<v1::RecoverProgress>* writer) override;
+  grpc::Status GetBlock(grpc::ServerContext* context, const v1::GetBlockRequest* request,
+                        grpc::ServerWriter<v1::ReadResponse>* writer) override;
 
  private:
   store::Store* const store_;

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
+#include <future>
 #include <set>
 #include <tuple>
 
@@ -144,7 +146,9 @@ class Store::ObjectLocks {
 };
 
 Store::Store(StoreOptions options)
-    : options_(std::move(options)), locks_(std::make_unique<ObjectLocks>()) {}
+    : options_(std::move(options)),
+      engine_(std::make_unique<ec::Engine>(ec::EngineOptions{.workers = options_.ec_workers})),
+      locks_(std::make_unique<ObjectLocks>()) {}
 
 Store::~Store() = default;
 
@@ -317,18 +321,34 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
   if (!codec.ok()) return codec.status();
 
-  StripeBuffer buffer(m + k, object.block_size, stride);
-  if (buffer.memory == nullptr) {
-    return absl::ResourceExhaustedError("out of memory for the stripe buffer");
+  // Stripes pipeline: up to one stripe per EC worker is being encoded while the oldest encoded
+  // one is written, so memory is (workers + 1) stripes whatever the object's size.
+  const size_t depth = static_cast<size_t>(engine_->workers()) + 1;
+  std::vector<std::unique_ptr<StripeBuffer>> buffers;
+  for (size_t b = 0; b < depth; ++b) {
+    buffers.push_back(std::make_unique<StripeBuffer>(m + k, object.block_size, stride));
+    if (buffers.back()->memory == nullptr) {
+      return absl::ResourceExhaustedError("out of memory for the stripe buffers");
+    }
   }
 
   absl::StatusOr<int64_t> id = catalog_->CreatePendingObject(object);
   if (!id.ok()) return id.status();
   object.id = *id;
 
+  struct InFlight {
+    StripeBuffer* buffer;
+    uint64_t stripe;
+    std::future<absl::Status> encoded;
+  };
+  std::deque<InFlight> in_flight;
+  std::vector<StripeBuffer*> idle;
+  for (auto& b : buffers) idle.push_back(b.get());
+
   std::vector<BlockRecord> records;  // Allocated, not yet in the catalog.
   std::vector<bool> touched(devices_.size(), false);
   auto fail = [&](absl::Status status) -> absl::Status {
+    for (InFlight& f : in_flight) f.encoded.wait();  // The engine still uses those buffers.
     std::vector<BlockRecord> stored;
     (void)catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) { stored.push_back(b); });
     absl::Status deleted = catalog_->DeleteObject(object.id);
@@ -336,16 +356,28 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     FreeExtents(records);
     return status;
   };
-
-  std::vector<absl::Span<const uint8_t>> data(m);
-  std::vector<absl::Span<uint8_t>> parity(k);
-  for (int i = 0; i < m; ++i) data[i] = buffer.block(i);
-  for (int j = 0; j < k; ++j) parity[j] = buffer.block(m + j);
+  // Waits for the oldest stripe's parity and writes its blocks.
+  auto write_oldest = [&]() -> absl::Status {
+    InFlight f = std::move(in_flight.front());
+    in_flight.pop_front();
+    absl::Status s = f.encoded.get();
+    if (s.ok()) s = WriteStripe(object, f.stripe, *f.buffer, records, touched);
+    idle.push_back(f.buffer);
+    if (s.ok() && records.size() >= kStripeBatch * static_cast<size_t>(m + k)) {
+      s = catalog_->AddBlocks(object.id, records);
+      records.clear();
+    }
+    return s;
+  };
 
   uint64_t size = 0;
   uint64_t stripe = 0;
   bool eof = false;
   while (!eof) {
+    if (idle.empty()) {
+      if (absl::Status s = write_oldest(); !s.ok()) return fail(s);
+    }
+    StripeBuffer& buffer = *idle.back();
     uint64_t filled = 0;
     for (int i = 0; i < m && !eof; ++i) {
       absl::Span<uint8_t> block = buffer.block(i);
@@ -367,16 +399,16 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
          ++i) {
       std::memset(buffer.block(i).data(), 0, object.block_size);  // Padding of the last stripe.
     }
-    if (absl::Status s = (*codec)->Encode(data, parity); !s.ok()) return fail(s);
-    if (absl::Status s = WriteStripe(object, stripe, buffer, records, touched); !s.ok()) {
-      return fail(s);
-    }
+    idle.pop_back();
+    ec::CreateTask task{*codec, {}, {}};
+    for (int i = 0; i < m; ++i) task.data.push_back(buffer.block(i));
+    for (int j = 0; j < k; ++j) task.parity.push_back(buffer.block(m + j));
+    in_flight.push_back(InFlight{&buffer, stripe, engine_->Submit(std::move(task))});
     size += filled;
     ++stripe;
-    if (records.size() >= kStripeBatch * static_cast<size_t>(m + k)) {
-      if (absl::Status s = catalog_->AddBlocks(object.id, records); !s.ok()) return fail(s);
-      records.clear();
-    }
+  }
+  while (!in_flight.empty()) {
+    if (absl::Status s = write_oldest(); !s.ok()) return fail(s);
   }
   // Data first, then the catalog: the commit below is the moment the object exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return fail(s);
@@ -543,7 +575,11 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
         }
         std::sort(available.begin(), available.end());
         std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-        if (absl::Status s = (*codec)->Reconstruct(all, available, wanted); !s.ok()) return s;
+        if (absl::Status s =
+                engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, wanted}).get();
+            !s.ok()) {
+          return s;
+        }
       }
       uint32_t reconstructed = static_cast<uint32_t>(wanted.size());
       for (int i = first_block; i <= last_block; ++i) {
@@ -559,6 +595,55 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t index,
+                             ByteSink& sink) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
+  absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
+  if (!found.ok()) return found.status();
+  const ObjectRecord& object = *found;
+  const int m = static_cast<int>(object.data_blocks);
+  const int width = m + static_cast<int>(object.parity_blocks);
+  if (stripe >= object.stripe_count || index >= static_cast<uint32_t>(width)) {
+    return absl::OutOfRangeError(absl::StrCat("\"", name, "\" has stripes 0..", object.stripe_count,
+                                              " (exclusive) and blocks 0..", width - 1,
+                                              "; asked for stripe ", stripe, " block ", index));
+  }
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec =
+      CodecFor(object.matrix, m, static_cast<int>(object.parity_blocks));
+  if (!codec.ok()) return codec.status();
+  absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, stripe, 1);
+  if (!blocks.ok()) return blocks.status();
+  size_t row = 0;
+  const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
+  StripeBuffer buffer(width, object.block_size,
+                      LbasPerBlock(object.block_size) * options_.lba_size);
+  if (buffer.memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+  if (absl::Status s = sink.Start(object.block_size); !s.ok()) return s;
+  const BlockRecord* wanted = by_index[index];
+  if (wanted != nullptr && !wanted->corrupt && ReadBlock(object, *wanted, buffer.block(index))) {
+    return sink.Write(buffer.block(index), 0);
+  }
+  std::vector<int> available;
+  for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
+    if (i == static_cast<int>(index) || by_index[i] == nullptr || by_index[i]->corrupt) continue;
+    if (ReadBlock(object, *by_index[i], buffer.block(i))) available.push_back(i);
+  }
+  if (static_cast<int>(available.size()) < m) {
+    return absl::DataLossError(absl::StrCat("block ", index, " of stripe ", stripe, " of \"", name,
+                                            "\" is bad and only ", available.size(), " of the ", m,
+                                            " blocks needed to rebuild it are readable"));
+  }
+  std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
+  if (absl::Status s = engine_
+                           ->Submit(ec::RecoverTask{
+                               *codec, std::move(all), available, {static_cast<int>(index)}})
+                           .get();
+      !s.ok()) {
+    return s;
+  }
+  return sink.Write(buffer.block(index), 1);
 }
 
 absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with_blocks,
@@ -688,7 +773,9 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         continue;
       }
       std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-      if (absl::Status s = (*codec)->Reconstruct(all, available, bad); !s.ok()) {
+      if (absl::Status s =
+              engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, bad}).get();
+          !s.ok()) {
         return abandon(s);
       }
       // Devices this stripe already uses, which a rebuilt block must avoid.

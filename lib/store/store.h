@@ -6,8 +6,8 @@
 // Durability: an object's catalog commit happens only after every block of it has been written
 // and flushed on its device; until then it is invisible and a crash leaves no trace (its pending
 // rows are dropped and its extents are free at the next Open).
-// Memory: each request holds at most one stripe, (M+K) x block size bytes, and Encode refuses
-// shapes whose stripe exceeds StoreOptions::max_stripe_bytes.
+// Memory: a read or recover holds one stripe, (M+K) x block size bytes, an encode
+// ec_workers + 1 of them; Encode refuses shapes whose stripe exceeds max_stripe_bytes.
 // Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
 // delete and recover of an object exclude other requests on that object only.
 #ifndef ECD_LIB_STORE_STORE_H_
@@ -27,6 +27,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "lib/ec/codec.h"
+#include "lib/ec/engine.h"
 #include "lib/store/catalog.h"
 #include "lib/store/extent_allocator.h"
 #include "lib/store/namespace.h"
@@ -45,8 +46,11 @@ struct StoreOptions {
   uint32_t default_data_blocks = 4;
   uint32_t default_parity_blocks = 2;
   uint64_t default_block_size = 1ull << 20;
-  uint64_t max_stripe_bytes = 512ull << 20;  // (M+K) x block size limit per request.
-  NamespaceFactory namespace_factory;        // Defaults to OpenFileNamespace.
+  uint64_t max_stripe_bytes = 512ull << 20;  // (M+K) x block size limit per stripe.
+  // EC engine threads. Each encode keeps ec_workers + 1 stripes in memory, so that every
+  // worker encodes a stripe while the oldest one is written.
+  int ec_workers = 2;
+  NamespaceFactory namespace_factory;  // Defaults to OpenFileNamespace.
 };
 
 struct EncodeParams {
@@ -126,6 +130,11 @@ class Store {
   // failed their checksum are never passed to the sink.
   absl::Status Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink);
 
+  // Streams the block_size bytes of block `index` of stripe `stripe` to `sink`; a block that
+  // cannot be read or fails its checksum is rebuilt from its stripe instead (reconstructed = 1).
+  // NotFound; OutOfRange for a stripe or index past the object's; DataLoss.
+  absl::Status GetBlock(absl::string_view name, uint64_t stripe, uint32_t index, ByteSink& sink);
+
   // Reports an object's health per stripe; `verify` reads every block and checks its checksum,
   // marking the ones that fail.
   absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify);
@@ -171,6 +180,7 @@ class Store {
                                       bool per_stripe);
 
   const StoreOptions options_;
+  std::unique_ptr<ec::Engine> engine_;
   std::unique_ptr<Catalog> catalog_;
 
   std::mutex mu_;  // Guards devices_' state and allocators, and codecs_.

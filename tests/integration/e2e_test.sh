@@ -40,6 +40,20 @@ json 'all(int(s["healthy_blocks"]) == 6 for s in d["object"]["stripes"]) and len
   <"$WORK/stat.json" | grep -qx True || fail "not every stripe is whole after recover"
 echo "   every stripe has 6 healthy blocks"
 
+step "block get exports stored blocks; a bad one is rebuilt, never served"
+ecctl block get big --stripe 2 --index 1 -o "$WORK/blk.data"
+cmp "$WORK/blk.data" <(tail -c +$(((2 * 4 + 1) * (1 << 20) + 1)) "$WORK/big.bin" | head -c $((1 << 20))) \
+  || fail "exported data block differs from the file's bytes"
+ecctl block get big --stripe 2 --index 5 -o "$WORK/blk.parity"
+[ "$(stat -c %s "$WORK/blk.parity")" = $((1 << 20)) ] || fail "exported parity block has the wrong size"
+read -r dev lba cnt <<<"$(block_of big 2 5)"
+clobber "$dev" "$lba" 1 0x11
+ecctl --json block get big --stripe 2 --index 5 -o "$WORK/blk.parity2" | json 'd["reconstructed"]' | grep -qx True \
+  || fail "a corrupt block was not reported as rebuilt"
+cmp "$WORK/blk.parity" "$WORK/blk.parity2" || fail "rebuilt parity block differs"
+expect_error OUT_OF_RANGE ecctl block get big --stripe 16 --index 0 -o "$WORK/none"
+ecctl recover big >/dev/null
+
 step "fail two devices: degraded read, then recover onto the other six"
 ecctl device fail 0
 ecctl device fail 5
