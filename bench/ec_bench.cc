@@ -1,73 +1,219 @@
-// Codec encode and reconstruct beside raw ISA-L calls on the same buffers, in one run, so the
-// ratio shows what the codec's checks and table cache cost. GB/s counts data bytes in.
-//   build/bench/ec_bench --benchmark_filter='4_2'
+// The EC engine beside raw ISA-L calls on the same buffers, in one run, so ratios (not absolute
+// numbers, on a shared machine) show what the engine costs and what more workers buy.
+// GB/s counts data bytes in (M x block size per stripe).
+//   build/bench/ec_bench                       # everything
+//   build/bench/ec_bench --benchmark_filter=Create/10/4
+// Each benchmark encodes (or rebuilds) a batch of 16 stripes per iteration; "Engine" variants
+// submit the batch as held tasks and flush once, on 1 or 2 workers.
 #include <benchmark/benchmark.h>
 #include <isa-l/erasure_code.h>
 
+#include <atomic>
+#include <future>
 #include <random>
 #include <vector>
 
-#include "lib/ec/codec.h"
+#include "lib/ec/engine.h"
 
 namespace {
 
-struct Buffers {
-  Buffers(int m, int k, size_t len) : blocks(m + k, std::vector<uint8_t>(len)) {
-    std::mt19937 rng(1);
-    for (int i = 0; i < m; ++i) {
-      for (auto& b : blocks[i]) b = static_cast<uint8_t>(rng());
-    }
-    for (auto& b : blocks) ptrs.push_back(b.data());
+using ecd::ec::Codec;
+using ecd::ec::Engine;
+using ecd::ec::EngineOptions;
+using ecd::ec::MatrixType;
+using ecd::ec::SubmitFlag;
+
+constexpr int kBatch = 16;
+
+// Submits one batch of tasks as held tasks, flushes once, and waits for all of them: completion
+// callbacks count down and only the last one wakes the submitter (as a DOCA progress loop would).
+template <typename MakeTask>
+void RunBatch(Engine& engine, MakeTask make) {
+  std::promise<void> all_done;
+  std::atomic<int> left{kBatch};
+  for (int s = 0; s < kBatch; ++s) {
+    engine.Submit(
+        make(s),
+        [&](absl::Status st) {
+          benchmark::DoNotOptimize(st);
+          if (left.fetch_sub(1) == 1) all_done.set_value();
+        },
+        s + 1 == kBatch ? SubmitFlag::kFlush : SubmitFlag::kNone);
   }
-  std::vector<std::vector<uint8_t>> blocks;
-  std::vector<uint8_t*> ptrs;
+  all_done.get_future().wait();
+}
+
+// kBatch stripes of M+K blocks each, data random.
+struct Stripes {
+  Stripes(int m, int k, size_t len) : m(m), k(k), len(len) {
+    std::mt19937 rng(1);
+    blocks.resize(kBatch);
+    for (auto& stripe : blocks) {
+      stripe.assign(m + k, std::vector<uint8_t>(len));
+      for (int i = 0; i < m; ++i) {
+        for (auto& b : stripe[i]) b = static_cast<uint8_t>(rng());
+      }
+    }
+  }
+  std::vector<uint8_t*> Pointers(int s) {
+    std::vector<uint8_t*> p;
+    for (auto& b : blocks[s]) p.push_back(b.data());
+    return p;
+  }
+  int m, k;
+  size_t len;
+  std::vector<std::vector<std::vector<uint8_t>>> blocks;
 };
 
-void BM_CodecEncode(benchmark::State& state) {
-  const int m = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1));
-  const size_t len = static_cast<size_t>(state.range(2));
-  auto codec = *ecd::ec::Codec::Create(ecd::ec::MatrixType::kCauchy, m, k);
-  Buffers b(m, k, len);
-  std::vector<absl::Span<const uint8_t>> data(b.blocks.begin(), b.blocks.begin() + m);
-  std::vector<absl::Span<uint8_t>> parity;
-  for (int j = 0; j < k; ++j) parity.emplace_back(b.blocks[m + j]);
-  for (auto _ : state) benchmark::DoNotOptimize(codec->Encode(data, parity));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * m * len);
+void Shape(benchmark::State& state, int* m, int* k, size_t* len) {
+  *m = static_cast<int>(state.range(0));
+  *k = static_cast<int>(state.range(1));
+  *len = static_cast<size_t>(state.range(2));
 }
 
-void BM_RawIsalEncode(benchmark::State& state) {
-  const int m = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1));
-  const size_t len = static_cast<size_t>(state.range(2));
-  std::vector<uint8_t> matrix = ecd::ec::CodingMatrix(ecd::ec::MatrixType::kCauchy, m, k);
+void Report(benchmark::State& state, int m, size_t len) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kBatch * m *
+                          static_cast<int64_t>(len));
+}
+
+void BM_CreateRawIsal(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  Stripes st(m, k, len);
   std::vector<uint8_t> tables(32 * m * k);
-  ec_init_tables(m, k, matrix.data(), tables.data());
-  Buffers b(m, k, len);
+  std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, k);
+  ec_init_tables(m, k, coding.data(), tables.data());
   for (auto _ : state) {
-    ec_encode_data(static_cast<int>(len), m, k, tables.data(), b.ptrs.data(), b.ptrs.data() + m);
+    for (int s = 0; s < kBatch; ++s) {
+      std::vector<uint8_t*> p = st.Pointers(s);
+      ec_encode_data(static_cast<int>(len), m, k, tables.data(), p.data(), p.data() + m);
+    }
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * m * len);
+  Report(state, m, len);
 }
 
-void BM_CodecReconstructK(benchmark::State& state) {
-  const int m = static_cast<int>(state.range(0)), k = static_cast<int>(state.range(1));
-  const size_t len = static_cast<size_t>(state.range(2));
-  auto codec = *ecd::ec::Codec::Create(ecd::ec::MatrixType::kCauchy, m, k);
-  Buffers b(m, k, len);
-  std::vector<absl::Span<uint8_t>> all;
-  for (auto& x : b.blocks) all.emplace_back(x);
+void BM_CreateEngine(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  Stripes st(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  Engine engine(EngineOptions{.workers = static_cast<int>(state.range(3)), .check_buffers = false});
+  for (auto _ : state) {
+    RunBatch(engine, [&](int s) {
+      ecd::ec::CreateTask t{codec, {}, {}};
+      for (int i = 0; i < m; ++i) t.data.emplace_back(st.blocks[s][i]);
+      for (int j = 0; j < k; ++j) t.parity.emplace_back(st.blocks[s][m + j]);
+      return ecd::ec::Task(std::move(t));
+    });
+  }
+  Report(state, m, len);
+}
+
+// Rebuild `e` lost data blocks (e = range(3)) per stripe.
+void BM_RecoverRawIsal(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  const int e = static_cast<int>(state.range(3));
+  Stripes st(m, k, len);
+  // Survivors: data e..m-1 then parity 0..e-1; invert their rows once, as a raw caller would.
+  std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, k);
+  std::vector<uint8_t> sub(m * m, 0), inv(m * m), rows(e * m), tables(32 * m * e);
+  for (int r = 0; r < m; ++r) {
+    const int idx = r < m - e ? e + r : m + (r - (m - e));
+    for (int c = 0; c < m; ++c) sub[r * m + c] = idx < m ? idx == c : coding[(idx - m) * m + c];
+  }
+  gf_invert_matrix(sub.data(), inv.data(), m);
+  for (int w = 0; w < e; ++w) {
+    for (int c = 0; c < m; ++c) rows[w * m + c] = inv[w * m + c];
+  }
+  ec_init_tables(m, e, rows.data(), tables.data());
+  for (auto _ : state) {
+    for (int s = 0; s < kBatch; ++s) {
+      std::vector<uint8_t*> p = st.Pointers(s), in, out;
+      for (int i = e; i < m; ++i) in.push_back(p[i]);
+      for (int j = 0; j < e; ++j) in.push_back(p[m + j]);
+      for (int w = 0; w < e; ++w) out.push_back(p[w]);
+      ec_encode_data(static_cast<int>(len), m, e, tables.data(), in.data(), out.data());
+    }
+    benchmark::ClobberMemory();
+  }
+  Report(state, m, len);
+}
+
+void BM_RecoverEngine(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  const int e = static_cast<int>(state.range(3));
+  Stripes st(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  Engine engine(EngineOptions{.workers = 1, .check_buffers = false});
   std::vector<int> available, wanted;
-  for (int i = 0; i < m + k; ++i) (i < k ? wanted : available).push_back(i);  // Lose K data.
-  for (auto _ : state) benchmark::DoNotOptimize(codec->Reconstruct(all, available, wanted));
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * m * len);
+  for (int i = 0; i < m + e; ++i) (i < e ? wanted : available).push_back(i);
+  for (auto _ : state) {
+    RunBatch(engine, [&](int s) {
+      ecd::ec::RecoverTask t{codec, {}, available, wanted};
+      for (auto& b : st.blocks[s]) t.blocks.emplace_back(b);
+      return ecd::ec::Task(std::move(t));
+    });
+  }
+  Report(state, m, len);
 }
 
-#define SHAPES \
-  Args({4, 2, 64 << 10})->Args({4, 2, 1 << 20})->Args({8, 3, 1 << 20})->Args({10, 4, 1 << 20})
+void BM_UpdateOneBlockEngine(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  Stripes st(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  std::vector<uint8_t> fresh(len, 0x5A);
+  for (auto _ : state) {
+    for (int s = 0; s < kBatch; ++s) {
+      std::vector<absl::Span<const uint8_t>> old_parity;
+      std::vector<absl::Span<uint8_t>> new_parity;
+      for (int j = 0; j < k; ++j) {
+        old_parity.emplace_back(st.blocks[s][m + j]);
+        new_parity.emplace_back(st.blocks[s][m + j]);
+      }
+      benchmark::DoNotOptimize(codec->Update({0}, {absl::Span<const uint8_t>(st.blocks[s][0])},
+                                             {absl::Span<const uint8_t>(fresh)}, old_parity,
+                                             new_parity));
+    }
+  }
+  Report(state, 1, len);  // Counts the changed block's bytes.
+}
 
-BENCHMARK(BM_CodecEncode)->SHAPES;
-BENCHMARK(BM_RawIsalEncode)->SHAPES;
-BENCHMARK(BM_CodecReconstructK)->SHAPES;
+void Shapes(benchmark::internal::Benchmark* b, bool with_workers) {
+  for (auto [m, k] : {std::pair{4, 2}, {8, 3}, {10, 4}, {12, 4}}) {
+    for (int64_t len : {64 << 10, 1 << 20}) {
+      if (with_workers) {
+        b->Args({m, k, len, 1})->Args({m, k, len, 2});
+      } else {
+        b->Args({m, k, len});
+      }
+    }
+  }
+  b->UseRealTime();
+}
+
+void RecoverShapes(benchmark::internal::Benchmark* b) {
+  for (auto [m, k] : {std::pair{4, 2}, {8, 3}, {10, 4}, {12, 4}}) {
+    for (int64_t len : {64 << 10, 1 << 20}) {
+      for (int e = 1; e <= k; ++e) b->Args({m, k, len, e});
+    }
+  }
+  b->UseRealTime();
+}
+
+BENCHMARK(BM_CreateRawIsal)->Apply([](auto* b) { Shapes(b, false); });
+BENCHMARK(BM_CreateEngine)->Apply([](auto* b) { Shapes(b, true); });
+BENCHMARK(BM_RecoverRawIsal)->Apply(RecoverShapes);
+BENCHMARK(BM_RecoverEngine)->Apply(RecoverShapes);
+BENCHMARK(BM_UpdateOneBlockEngine)->Apply([](auto* b) { Shapes(b, false); });
 
 }  // namespace
 

@@ -130,11 +130,14 @@ absl::Status Codec::Update(absl::Span<const int> changed,
     out[j] = new_parity[j].data();
     if (!in_place) std::copy(old_parity[j].begin(), old_parity[j].end(), out[j]);
   }
-  std::vector<uint8_t> delta(len);
+  // Over GF(2^8), adding a_jc * old_c a second time removes it, so accumulating the old and then
+  // the new block gives parity + a_jc * (old_c + new_c) with no delta buffer.
   for (size_t x = 0; x < n; ++x) {
-    for (size_t b = 0; b < len; ++b) delta[b] = old_data[x][b] ^ new_data[x][b];
-    ec_encode_data_update(static_cast<int>(len), static_cast<int>(n), parity_, static_cast<int>(x),
-                          tables.data(), delta.data(), out.data());
+    for (const absl::Span<const uint8_t>& source : {old_data[x], new_data[x]}) {
+      ec_encode_data_update(static_cast<int>(len), static_cast<int>(n), parity_,
+                            static_cast<int>(x), tables.data(), const_cast<uint8_t*>(source.data()),
+                            out.data());
+    }
   }
   return absl::OkStatus();
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Reads ec_bench JSON and prints GB/s (data in) with engine/raw and 2-worker/1-worker ratios."""
+import json
+import sys
+
+runs = {b["name"]: b for b in json.load(open(sys.argv[1]))["benchmarks"]}
+
+
+def gbps(name):
+    b = runs.get(name + "/real_time")
+    return b["bytes_per_second"] / 1e9 if b else None
+
+
+print("| shape | block | raw ISA-L create GB/s | engine 1 worker | ratio | engine 2 workers | 2w/1w |")
+print("|---|---|---|---|---|---|---|")
+for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
+    for length in [65536, 1048576]:
+        raw = gbps(f"BM_CreateRawIsal/{m}/{k}/{length}")
+        one = gbps(f"BM_CreateEngine/{m}/{k}/{length}/1")
+        two = gbps(f"BM_CreateEngine/{m}/{k}/{length}/2")
+        if None in (raw, one, two):
+            continue
+        print(f"| {m}+{k} | {length // 1024} KiB | {raw:.2f} | {one:.2f} | {one / raw:.2f} | "
+              f"{two:.2f} | {two / one:.2f} |")
+print()
+print("| shape | block | erasures | raw ISA-L recover GB/s | engine 1 worker | ratio |")
+print("|---|---|---|---|---|---|")
+for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
+    for length in [65536, 1048576]:
+        for e in range(1, k + 1):
+            raw = gbps(f"BM_RecoverRawIsal/{m}/{k}/{length}/{e}")
+            eng = gbps(f"BM_RecoverEngine/{m}/{k}/{length}/{e}")
+            if None in (raw, eng):
+                continue
+            print(f"| {m}+{k} | {length // 1024} KiB | {e} | {raw:.2f} | {eng:.2f} | {eng / raw:.2f} |")
+print()
+print("| shape | block | update of one block, GB/s of the changed block |")
+print("|---|---|---|")
+for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
+    for length in [65536, 1048576]:
+        u = gbps(f"BM_UpdateOneBlockEngine/{m}/{k}/{length}")
+        if u is not None:
+            print(f"| {m}+{k} | {length // 1024} KiB | {u:.2f} |")
