@@ -21,6 +21,8 @@ absl::Status ErrnoStatus(const std::string& what, const std::string& path, int e
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(err)));
 }
 
+}  // namespace
+
 absl::Status SyncParentDir(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir.assign(1, '.');
@@ -32,6 +34,8 @@ absl::Status SyncParentDir(const std::string& path) {
   if (rc != 0) return ErrnoStatus("fsync directory", dir, err);
   return absl::OkStatus();
 }
+
+namespace {
 
 class FileNamespace final : public Namespace {
  public:

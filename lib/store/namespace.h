@@ -48,6 +48,10 @@ absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& 
                                                              uint64_t size_bytes, uint32_t lba_size,
                                                              bool create);
 
+// Makes the directory entry of `path` durable (fsync of its parent directory), as a newly
+// created file needs before anything that depends on it is acknowledged.
+absl::Status SyncParentDir(const std::string& path);
+
 }  // namespace ecd::store
 
 #endif  // ECD_LIB_STORE_NAMESPACE_H_

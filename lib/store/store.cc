@@ -184,6 +184,12 @@ absl::Status Store::Init() {
       Catalog::Open((std::filesystem::path(options_.data_dir) / "catalog.db").string());
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(*catalog);
+  // The catalog's files (and devices/) may be new: make their directory entries durable.
+  if (absl::Status s = SyncParentDir(
+          (std::filesystem::path(options_.data_dir) / "catalog.db").string());
+      !s.ok()) {
+    return s;
+  }
 
   absl::StatusOr<int> dropped = catalog_->DropPendingObjects();
   if (!dropped.ok()) return dropped.status();
