@@ -226,6 +226,29 @@ TEST_F(StoreTest, CorruptBlocksAreNeverServedAndRecoverRebuildsThem) {
   EXPECT_EQ(*back, data);
 }
 
+TEST_F(StoreTest, GetBlockExportsStoredBytesAndRebuildsBadOnes) {
+  const auto data = RandomBytes(3 * 16384, 12);
+  ASSERT_TRUE(Put("g", data).ok());
+  VectorSink block;
+  ASSERT_TRUE(store_->GetBlock("g", 1, 2, block).ok());
+  EXPECT_EQ(block.bytes, std::vector<uint8_t>(data.begin() + 16384 + 2 * 4096,
+                                              data.begin() + 16384 + 3 * 4096));
+  EXPECT_EQ(block.reconstructed, 0u);
+  VectorSink parity;
+  ASSERT_TRUE(store_->GetBlock("g", 1, 5, parity).ok());
+  auto st = store_->Stat("g", true, false);
+  ASSERT_TRUE(st.ok());
+  Clobber(st->stripes[1].blocks[5].record, 0x99);
+  VectorSink rebuilt;
+  ASSERT_TRUE(store_->GetBlock("g", 1, 5, rebuilt).ok());
+  EXPECT_EQ(rebuilt.bytes, parity.bytes);
+  EXPECT_EQ(rebuilt.reconstructed, 1u);
+  VectorSink none;
+  EXPECT_TRUE(absl::IsOutOfRange(store_->GetBlock("g", 3, 0, none)));
+  EXPECT_TRUE(absl::IsOutOfRange(store_->GetBlock("g", 0, 6, none)));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetBlock("nope", 0, 0, none)));
+}
+
 TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
   const auto data = RandomBytes(20 * 16384, 6);
   ASSERT_TRUE(Put("f", data).ok());
