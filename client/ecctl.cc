@@ -444,9 +444,7 @@ void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
   std::printf("device %u is now %s\n", id, state == v1::DEVICE_STATE_FAILED ? "failed" : "online");
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   Globals g;
   CLI::App app{"ecctl: operate an ecd erasure-coding storage daemon"};
   app.require_subcommand(1);
@@ -541,4 +539,14 @@ int main(int argc, char** argv) {
     return f.exit_code;
   }
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // Nothing else may escape: one line, non-zero exit.
+    std::fprintf(stderr, "ecctl: %s\n", e.what());
+    return 1;
+  }
 }

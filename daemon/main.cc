@@ -42,9 +42,7 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   Flags f;
   CLI::App app{"ecd: erasure-coding storage daemon"};
   app.set_config("--config", "", "Read options from an INI/TOML file (key = value, flag names)");
@@ -163,4 +161,14 @@ int main(int argc, char** argv) {
   store->reset();
   ecd::Log(ecd::LogLevel::kInfo, "ecd stopped");
   return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {  // Nothing else may escape: one line, non-zero exit.
+    std::fprintf(stderr, "ecd: %s\n", e.what());
+    return 1;
+  }
 }

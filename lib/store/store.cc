@@ -185,8 +185,8 @@ absl::Status Store::Init() {
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(*catalog);
   // The catalog's files (and devices/) may be new: make their directory entries durable.
-  if (absl::Status s = SyncParentDir(
-          (std::filesystem::path(options_.data_dir) / "catalog.db").string());
+  if (absl::Status s =
+          SyncParentDir((std::filesystem::path(options_.data_dir) / "catalog.db").string());
       !s.ok()) {
     return s;
   }
@@ -307,12 +307,13 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     for (const auto& d : devices_) {
       online += d->record.state == DeviceState::kOnline && d->ns != nullptr;
     }
-    if (static_cast<size_t>(m + k) > devices_.size()) {
+    const size_t width = static_cast<size_t>(m) + static_cast<size_t>(k);
+    if (width > devices_.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
           m, "+", k, " puts ", m + k, " blocks of each stripe on distinct devices, but ecd has ",
           devices_.size(), "; use fewer data or parity blocks, or start ecd with more devices"));
     }
-    if (static_cast<size_t>(m + k) > online) {
+    if (width > online) {
       return absl::FailedPreconditionError(
           absl::StrCat(m, "+", k, " needs ", m + k, " online devices but only ", online,
                        " are online; bring devices online (`ecctl device online`) or use a "
