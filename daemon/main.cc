@@ -103,6 +103,7 @@ int Main(int argc, char** argv) {
   }
   absl::StatusOr<uint64_t> lba = ecd::ParseSize(f.lba_size);
   if (!lba.ok()) return Fail(absl::StrCat("--lba-size: ", lba.status().message()));
+  if (*lba > (64u << 10)) return Fail("--lba-size must be at most 64K");
   options.lba_size = static_cast<uint32_t>(*lba);
 
   // Signals are taken by one thread with sigwait; block them before any thread starts.

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -81,7 +82,16 @@ class FileNamespace final : public Namespace {
   }
 
   absl::Status Flush() override {
-    if (::fdatasync(fd_) != 0) return ErrnoStatus("fdatasync", path_, errno);
+    // Linux reports a writeback error to one fdatasync caller only, and the failed pages may be
+    // gone: once a flush fails, every later flush fails too, so no request can commit on top.
+    if (flush_failed_.load()) {
+      return absl::InternalError(absl::StrCat("an earlier flush of ", path_,
+                                              " failed; its writes may be lost: fail the device"));
+    }
+    if (::fdatasync(fd_) != 0) {
+      flush_failed_.store(true);
+      return ErrnoStatus("fdatasync", path_, errno);
+    }
     return absl::OkStatus();
   }
 
@@ -109,6 +119,7 @@ class FileNamespace final : public Namespace {
   const int fd_;
   const uint64_t lba_count_;
   const uint32_t lba_size_;
+  std::atomic<bool> flush_failed_{false};
 };
 
 }  // namespace

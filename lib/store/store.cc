@@ -217,6 +217,11 @@ absl::Status Store::Init() {
   }
 
   for (DeviceRecord& r : *records) {
+    if (r.lba_size != options_.lba_size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device ", r.id, " was created with ", r.lba_size, "-byte LBAs but --lba-size is ",
+          options_.lba_size, "; start ecd with --lba-size ", r.lba_size, " for this data dir"));
+    }
     if (r.id != devices_.size()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "catalog device ids are not dense (found ", r.id, " at position ", devices_.size(), ")"));
@@ -372,7 +377,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     idle.push_back(f.buffer);
     if (s.ok() && records.size() >= kStripeBatch * static_cast<size_t>(m + k)) {
       s = catalog_->AddBlocks(object.id, records);
-      records.clear();
+      if (s.ok()) records.clear();  // Else fail() frees them: the insert was rolled back.
     }
     return s;
   };
@@ -573,6 +578,17 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
         for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
           if (!tried[i]) try_block(i);
         }
+        // Last resort: blocks flagged corrupt earlier (perhaps by a transient read error);
+        // their checksum still decides. One that reads good again is trusted again.
+        for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
+          const BlockRecord* b = by_index[i];
+          if (b == nullptr || !b->corrupt) continue;  // The others were tried above.
+          if (ReadBlock(object, *b, buffer.block(i))) {
+            available.push_back(i);
+            (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+            wanted.erase(std::remove(wanted.begin(), wanted.end(), i), wanted.end());
+          }
+        }
         if (static_cast<int>(available.size()) < m) {
           return absl::DataLossError(absl::StrCat(
               "stripe ", stripe, " of \"", name, "\" has only ", available.size(),
@@ -586,6 +602,14 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
                 engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, wanted}).get();
             !s.ok()) {
           return s;
+        }
+      }
+      for (int i : wanted) {  // Rebuilt bytes must match the checksum recorded at encode.
+        if (Crc32c(buffer.block(i)) != by_index[i]->crc32c) {
+          return absl::DataLossError(absl::StrCat(
+              "stripe ", stripe, " block ", i, " of \"", name,
+              "\" rebuilt to bytes that fail its checksum; more blocks are damaged than their "
+              "checksums show. Run `ecctl recover` and check the devices"));
         }
       }
       uint32_t reconstructed = static_cast<uint32_t>(wanted.size());
@@ -649,6 +673,10 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
                            .get();
       !s.ok()) {
     return s;
+  }
+  if (wanted != nullptr && Crc32c(buffer.block(index)) != wanted->crc32c) {
+    return absl::DataLossError(absl::StrCat("block ", index, " of stripe ", stripe,
+                                            " rebuilt to bytes that fail its checksum"));
   }
   return sink.Write(buffer.block(index), 1);
 }
@@ -785,9 +813,12 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           !s.ok()) {
         return abandon(s);
       }
-      // Devices this stripe already uses, which a rebuilt block must avoid.
-      std::set<uint32_t> used;
-      for (int i : available) used.insert(by_index[i]->device);
+      // Devices holding a block of this stripe (good or bad, one count per block): a rebuilt
+      // block may only go to a device that holds no other block of the stripe.
+      std::map<uint32_t, int> occupied;
+      for (const BlockRecord* b : by_index) {
+        if (b != nullptr) ++occupied[b->device];
+      }
       for (int i : bad) {
         if (by_index[i] == nullptr) {
           return abandon(absl::InternalError(
@@ -800,23 +831,22 @@ absl::StatusOr<RecoverProgress> Store::Recover(
               object.name, stripe, i);
           break;
         }
+        --occupied[old.device];  // This block is leaving its device.
         BlockRecord fresh = old;
         bool placed = false;
         {
           std::lock_guard lock(mu_);
+          auto eligible = [&](const Device& d) {
+            return d.record.state == DeviceState::kOnline && d.ns != nullptr &&
+                   occupied[d.record.id] == 0;
+          };
           // Prefer the block's own device (copy-on-write), else the emptiest eligible one.
           std::vector<Device*> candidates;
           Device& own = *devices_[old.device];
-          if (own.record.state == DeviceState::kOnline && own.ns != nullptr) {
-            candidates.push_back(&own);
-          }
+          if (eligible(own)) candidates.push_back(&own);
           std::vector<Device*> others;
           for (auto& d : devices_) {
-            if (d->record.id == old.device || used.count(d->record.id) ||
-                d->record.state != DeviceState::kOnline || d->ns == nullptr) {
-              continue;
-            }
-            others.push_back(d.get());
+            if (d->record.id != old.device && eligible(*d)) others.push_back(d.get());
           }
           std::sort(others.begin(), others.end(), [](Device* a, Device* b) {
             return a->allocator.free_lbas() > b->allocator.free_lbas();
@@ -831,13 +861,14 @@ absl::StatusOr<RecoverProgress> Store::Recover(
             break;
           }
         }
-        if (!placed) {  // Keep going: other blocks and stripes may still find room.
+        if (!placed) {             // Keep going: other blocks and stripes may still find room.
+          ++occupied[old.device];  // The block stays where it is.
           no_space = absl::ResourceExhaustedError(absl::StrCat(
               "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
               " free bytes for a rebuilt block; add or repair devices and run recover again"));
           continue;
         }
-        used.insert(fresh.device);
+        ++occupied[fresh.device];
         fresh.corrupt = false;
         replaced.push_back(fresh);
         if (absl::Status s = devices_[fresh.device]->ns->Write(fresh.lba, buffer.padded(i));
@@ -912,7 +943,7 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
             "device ", id, " cannot be opened: ", ns.status().message(), "; fix it and retry"));
       }
       std::lock_guard lock(mu_);
-      d.ns = std::move(*ns);
+      if (d.ns == nullptr) d.ns = std::move(*ns);  // Unless a concurrent call won the race.
     }
   }
   if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;

@@ -108,6 +108,22 @@ class StoreTest : public ::testing::Test {
     ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(b.lba * 4096 + 10)), 100);
     ::close(fd);
   }
+  std::vector<uint8_t> Snapshot(const BlockRecord& b) {
+    const std::string path = (dir_ / "devices" / ("nvme" + std::to_string(b.device) + ".ns"));
+    std::vector<uint8_t> bytes(b.lba_count * 4096);
+    int fd = ::open(path.c_str(), O_RDONLY);
+    EXPECT_EQ(::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(b.lba * 4096)),
+              static_cast<ssize_t>(bytes.size()));
+    ::close(fd);
+    return bytes;
+  }
+  void Restore(const BlockRecord& b, const std::vector<uint8_t>& bytes) {
+    const std::string path = (dir_ / "devices" / ("nvme" + std::to_string(b.device) + ".ns"));
+    int fd = ::open(path.c_str(), O_WRONLY);
+    EXPECT_EQ(::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(b.lba * 4096)),
+              static_cast<ssize_t>(bytes.size()));
+    ::close(fd);
+  }
   uint64_t TotalFree() {
     auto d = store_->ListDevices();
     EXPECT_TRUE(d.ok());
@@ -231,8 +247,8 @@ TEST_F(StoreTest, GetBlockExportsStoredBytesAndRebuildsBadOnes) {
   ASSERT_TRUE(Put("g", data).ok());
   VectorSink block;
   ASSERT_TRUE(store_->GetBlock("g", 1, 2, block).ok());
-  EXPECT_EQ(block.bytes, std::vector<uint8_t>(data.begin() + 16384 + 2 * 4096,
-                                              data.begin() + 16384 + 3 * 4096));
+  EXPECT_EQ(block.bytes,
+            std::vector<uint8_t>(data.begin() + 16384 + 2 * 4096, data.begin() + 16384 + 3 * 4096));
   EXPECT_EQ(block.reconstructed, 0u);
   VectorSink parity;
   ASSERT_TRUE(store_->GetBlock("g", 1, 5, parity).ok());
@@ -247,6 +263,57 @@ TEST_F(StoreTest, GetBlockExportsStoredBytesAndRebuildsBadOnes) {
   EXPECT_TRUE(absl::IsOutOfRange(store_->GetBlock("g", 3, 0, none)));
   EXPECT_TRUE(absl::IsOutOfRange(store_->GetBlock("g", 0, 6, none)));
   EXPECT_TRUE(absl::IsNotFound(store_->GetBlock("nope", 0, 0, none)));
+}
+
+TEST_F(StoreTest, BlocksFlaggedByATransientErrorAreTriedAgain) {
+  const auto data = RandomBytes(16384, 13);
+  ASSERT_TRUE(Put("t", data).ok());
+  auto st = store_->Stat("t", true, false);
+  ASSERT_TRUE(st.ok());
+  std::vector<std::vector<uint8_t>> saved;
+  for (int i : {0, 1, 2}) {
+    saved.push_back(Snapshot(st->stripes[0].blocks[i].record));
+    Clobber(st->stripes[0].blocks[i].record, 0x77);
+  }
+  EXPECT_TRUE(absl::IsDataLoss(Get("t").status()));  // 3 > K bad: all three flagged corrupt.
+  Restore(st->stripes[0].blocks[0].record, saved[0]);  // The "transient" fault goes away.
+  Restore(st->stripes[0].blocks[1].record, saved[1]);
+  auto back = Get("t");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+}
+
+TEST_F(StoreTest, RecoverNeverPutsTwoBlocksOfAStripeOnOneDevice) {
+  const auto data = RandomBytes(24 * 16384, 14);
+  ASSERT_TRUE(Put("p", data).ok());
+  auto st = store_->Stat("p", true, false);
+  ASSERT_TRUE(st.ok());
+  // Device 1 fails and every block on device 2 is corrupt at the same time.
+  for (const auto& s : st->stripes) {
+    for (const auto& b : s.blocks) {
+      if (b.record.device == 2) Clobber(b.record, 0x12);
+    }
+  }
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  auto p = store_->Recover("p", nullptr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  auto after = store_->Stat("p", true, true);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->degraded_stripes, 0u);
+  for (const auto& s : after->stripes) {
+    std::set<uint32_t> devices;
+    for (const auto& b : s.blocks) devices.insert(b.record.device);
+    EXPECT_EQ(devices.size(), 6u) << "stripe " << s.index;
+  }
+}
+
+TEST_F(StoreTest, RefusesADifferentLbaSizeForExistingDevices) {
+  store_.reset();
+  StoreOptions o;
+  o.data_dir = dir_.string();
+  o.device_size = 16 << 20;
+  o.lba_size = 8192;
+  EXPECT_TRUE(absl::IsFailedPrecondition(Store::Open(o).status()));
 }
 
 TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
