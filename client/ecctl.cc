@@ -261,6 +261,16 @@ Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& con
       ::unlink(partial.c_str());
       throw Failure{3, absl::StrCat("rename to ", out, ": ", std::strerror(err))};
     }
+    // The new name must survive a crash too: sync the directory that holds it.
+    std::string dir = std::filesystem::path(out).parent_path().string();
+    if (dir.empty()) dir = std::string(".");
+    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0 || ::fsync(dir_fd) != 0) {
+      const int err = errno;
+      if (dir_fd >= 0) ::close(dir_fd);
+      throw Failure{3, absl::StrCat("sync directory of ", out, ": ", std::strerror(err))};
+    }
+    ::close(dir_fd);
   }
   return Streamed{total, reconstructed};
 }
