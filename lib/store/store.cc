@@ -70,7 +70,9 @@ std::string DevicePath(const std::string& data_dir, const std::string& path) {
 
 struct Store::Device {
   DeviceRecord record;
-  std::unique_ptr<Namespace> ns;  // Null when it could not be opened.
+  // Null when it could not be opened. Shared so that I/O in flight keeps a handle alive while
+  // `device online` reopens a replaced device.
+  std::shared_ptr<Namespace> ns;
   ExtentAllocator allocator;
 
   Device(DeviceRecord r, std::unique_ptr<Namespace> n)
@@ -284,6 +286,14 @@ uint64_t Store::LbasPerBlock(uint64_t block_size) const {
   return (block_size + options_.lba_size - 1) / options_.lba_size;
 }
 
+std::shared_ptr<Namespace> Store::NamespaceOf(uint32_t id, bool online_only) {
+  std::lock_guard lock(mu_);
+  if (id >= devices_.size()) return nullptr;
+  const Device& d = *devices_[id];
+  if (online_only && d.record.state != DeviceState::kOnline) return nullptr;
+  return d.ns;
+}
+
 bool Store::DeviceOnline(uint32_t id) {
   std::lock_guard lock(mu_);
   return id < devices_.size() && devices_[id]->record.state == DeviceState::kOnline &&
@@ -469,9 +479,9 @@ absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, Str
   for (int i = 0; i < width; ++i) {
     BlockRecord& b = records[first + i];
     b.crc32c = Crc32c(buffer.block(i));
-    if (absl::Status s = devices_[b.device]->ns->Write(b.lba, buffer.padded(i)); !s.ok()) {
-      return s;
-    }
+    std::shared_ptr<Namespace> ns = NamespaceOf(b.device, /*online_only=*/false);
+    if (ns == nullptr) return absl::UnavailableError(absl::StrCat("device ", b.device, " is gone"));
+    if (absl::Status s = ns->Write(b.lba, buffer.padded(i)); !s.ok()) return s;
     touched[b.device] = true;
   }
   return absl::OkStatus();
@@ -480,7 +490,9 @@ absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, Str
 absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
   for (size_t d = 0; d < touched.size(); ++d) {
     if (!touched[d]) continue;
-    if (absl::Status s = devices_[d]->ns->Flush(); !s.ok()) {
+    std::shared_ptr<Namespace> ns = NamespaceOf(static_cast<uint32_t>(d), /*online_only=*/false);
+    absl::Status s = ns == nullptr ? absl::UnavailableError("the device is gone") : ns->Flush();
+    if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat("flush of device ", d, " failed (", s.message(),
                                                  "); nothing was committed: retry, or fail the "
                                                  "device with `ecctl device fail ",
@@ -500,10 +512,11 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
 }
 
 bool Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out) {
-  if (!DeviceOnline(b.device)) return false;
+  std::shared_ptr<Namespace> ns = NamespaceOf(b.device, /*online_only=*/true);
+  if (ns == nullptr) return false;
   const absl::Span<uint8_t> padded(out.data(),
                                    static_cast<size_t>(b.lba_count) * options_.lba_size);
-  absl::Status s = devices_[b.device]->ns->Read(b.lba, padded);
+  absl::Status s = ns->Read(b.lba, padded);
   if (!s.ok()) {
     Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
         s.message());
@@ -749,7 +762,7 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
   uint64_t freed = 0;
   for (const BlockRecord& b : blocks) {
     freed += static_cast<uint64_t>(b.lba_count) * options_.lba_size;
-    if (DeviceOnline(b.device)) devices_[b.device]->ns->Deallocate(b.lba, b.lba_count);
+    if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) ns->Deallocate(b.lba, b.lba_count);
   }
   FreeExtents(blocks);
   return freed;
@@ -871,8 +884,9 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         ++occupied[fresh.device];
         fresh.corrupt = false;
         replaced.push_back(fresh);
-        if (absl::Status s = devices_[fresh.device]->ns->Write(fresh.lba, buffer.padded(i));
-            !s.ok()) {
+        std::shared_ptr<Namespace> target = NamespaceOf(fresh.device, /*online_only=*/false);
+        if (target == nullptr) return abandon(absl::UnavailableError("the device is gone"));
+        if (absl::Status s = target->Write(fresh.lba, buffer.padded(i)); !s.ok()) {
           return abandon(s);
         }
         touched[fresh.device] = true;
@@ -887,7 +901,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         return abandon(s);
       }
       for (const BlockRecord& b : superseded) {
-        if (DeviceOnline(b.device)) devices_[b.device]->ns->Deallocate(b.lba, b.lba_count);
+        if (auto ns = NamespaceOf(b.device, /*online_only=*/true))
+          ns->Deallocate(b.lba, b.lba_count);
       }
       FreeExtents(superseded);
     }
@@ -928,13 +943,14 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
                                             devices_.size() - 1, " (`ecctl device ls`)"));
   }
   Device& d = *devices_[id];
+  std::lock_guard transition(state_mu_);  // One state change at a time.
   if (state == DeviceState::kOnline) {
-    bool need_open;
+    bool reopen;
     {
       std::lock_guard lock(mu_);
-      need_open = d.ns == nullptr;
+      reopen = d.ns == nullptr || d.record.state == DeviceState::kFailed;
     }
-    if (need_open) {  // A replaced device: open (or create) its namespace again.
+    if (reopen) {  // A repaired or replaced device: open (or create) its namespace again.
       absl::StatusOr<std::unique_ptr<Namespace>> ns = options_.namespace_factory(
           DevicePath(options_.data_dir, d.record.path), d.record.size_bytes, d.record.lba_size,
           /*create=*/true);
@@ -943,7 +959,7 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
             "device ", id, " cannot be opened: ", ns.status().message(), "; fix it and retry"));
       }
       std::lock_guard lock(mu_);
-      if (d.ns == nullptr) d.ns = std::move(*ns);  // Unless a concurrent call won the race.
+      d.ns = std::move(*ns);  // I/O still holding the old handle finishes on it.
     }
   }
   if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;

@@ -174,6 +174,9 @@ class Store {
   // when it was readable but wrong) if the block cannot be used.
   bool ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out);
   bool DeviceOnline(uint32_t id);
+  // The device's namespace (null if it could not be opened); with `online_only`, null unless
+  // the device is online. The handle stays valid for the caller even if the device is reopened.
+  std::shared_ptr<Namespace> NamespaceOf(uint32_t id, bool online_only);
   absl::Status FlushDevices(const std::vector<bool>& touched);
   void FreeExtents(absl::Span<const BlockRecord> blocks);
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
@@ -183,7 +186,8 @@ class Store {
   std::unique_ptr<ec::Engine> engine_;
   std::unique_ptr<Catalog> catalog_;
 
-  std::mutex mu_;  // Guards devices_' state and allocators, and codecs_.
+  std::mutex state_mu_;  // Serializes SetDeviceState calls.
+  std::mutex mu_;        // Guards devices_' state, namespaces and allocators, and codecs_.
   std::vector<std::unique_ptr<Device>> devices_;
   std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_;
 

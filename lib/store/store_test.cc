@@ -316,6 +316,28 @@ TEST_F(StoreTest, RefusesADifferentLbaSizeForExistingDevices) {
   EXPECT_TRUE(absl::IsFailedPrecondition(Store::Open(o).status()));
 }
 
+TEST_F(StoreTest, AReplacedDeviceIsReopenedAndRefilled) {
+  const auto data = RandomBytes(10 * 16384, 15);
+  ASSERT_TRUE(Put("r", data).ok());
+  ASSERT_TRUE(store_->SetDeviceState(3, DeviceState::kFailed).ok());
+  std::filesystem::remove(dir_ / "devices" / "nvme3.ns");  // The operator swaps the disk.
+  ASSERT_TRUE(store_->SetDeviceState(3, DeviceState::kOnline).ok());
+  ASSERT_TRUE(std::filesystem::exists(dir_ / "devices" / "nvme3.ns"));
+  auto back = Get("r");  // Device 3's blocks are blank now: they fail their CRC and are rebuilt.
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+  auto p = store_->Recover("r", nullptr);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_GT(p->blocks_rebuilt, 0u);
+  Open();  // The rebuilt blocks are in the new file, not in the deleted one.
+  auto st = store_->Stat("r", false, true);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->degraded_stripes, 0u);
+  back = Get("r");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+}
+
 TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
   const auto data = RandomBytes(20 * 16384, 6);
   ASSERT_TRUE(Put("f", data).ok());
