@@ -8,9 +8,11 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "lib/ec/block_checks.h"
 
 namespace ecd::ec {
@@ -21,20 +23,26 @@ using internal::CheckDisjoint;
 
 constexpr size_t kDecodeCacheEntries = 64;
 
-// The Vandermonde verdict per (M, K), computed once: the check can take a while.
-absl::Status CachedVandermondeCheck(int data, int parity) {
+// The Vandermonde verdict per (M, K), computed once per process: the check may take a while
+// for wide shapes. At most 128 x 32 entries.
+absl::Status CachedVandermondeCheck(const std::vector<uint8_t>& coding, int data, int parity) {
   static std::mutex mu;
-  static std::map<std::pair<int, int>, absl::Status> verdicts;
+  static std::map<std::pair<int, int>, absl::Status>* verdicts =
+      new std::map<std::pair<int, int>, absl::Status>();  // Never destroyed (static-init safe).
   {
     std::lock_guard lock(mu);
-    auto it = verdicts.find({data, parity});
-    if (it != verdicts.end()) return it->second;
+    auto it = verdicts->find({data, parity});
+    if (it != verdicts->end()) return it->second;
   }
-  absl::Status s = CheckEveryErasurePatternDecodes(
-      CodingMatrix(MatrixType::kVandermonde, data, parity), data, parity);
+  // Checked outside the lock: two threads may both compute a verdict; they agree.
+  absl::Status s = CheckEveryErasurePatternDecodes(coding, data, parity);
   std::lock_guard lock(mu);
-  verdicts.emplace(std::make_pair(data, parity), s);
+  verdicts->emplace(std::make_pair(data, parity), s);
   return s;
+}
+
+std::string Join(const std::vector<int>& v) {
+  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
 }
 
 }  // namespace
@@ -60,11 +68,14 @@ Codec::~Codec() = default;
 
 absl::StatusOr<std::shared_ptr<const Codec>> Codec::Create(MatrixType type, int data, int parity) {
   if (absl::Status s = ValidateShape(data, parity); !s.ok()) return s;
-  if (type == MatrixType::kVandermonde) {
-    if (absl::Status s = CachedVandermondeCheck(data, parity); !s.ok()) return s;
+  if (type == MatrixType::kRaw) {
+    return absl::InvalidArgumentError("a raw matrix needs its coefficients: use CreateFromRaw");
   }
-  return std::shared_ptr<const Codec>(
-      new Codec(type, data, parity, CodingMatrix(type, data, parity)));
+  std::vector<uint8_t> coding = CodingMatrix(type, data, parity);
+  if (type == MatrixType::kVandermonde) {
+    if (absl::Status s = CachedVandermondeCheck(coding, data, parity); !s.ok()) return s;
+  }
+  return std::shared_ptr<const Codec>(new Codec(type, data, parity, std::move(coding)));
 }
 
 absl::StatusOr<std::shared_ptr<const Codec>> Codec::CreateFromRaw(absl::Span<const uint8_t> raw,
@@ -180,7 +191,7 @@ absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> Codec::DecodeTables(
     }
   }
   const int m = data_;
-  // Rows of the generator [I; A] for the survivors.
+  // Rows of the generator [I; A] for the survivors. gf_invert_matrix destroys `sub`.
   std::vector<uint8_t> sub(static_cast<size_t>(m) * m, 0), inverse(static_cast<size_t>(m) * m);
   for (int r = 0; r < m; ++r) {
     const int idx = survivors[r];
@@ -189,8 +200,11 @@ absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> Codec::DecodeTables(
     }
   }
   if (gf_invert_matrix(sub.data(), inverse.data(), m) != 0) {
-    return absl::DataLossError("the surviving blocks form a singular matrix");
+    return absl::DataLossError(
+        absl::StrCat("blocks ", Join(survivors), " form a singular matrix for ", m, "+", parity_));
   }
+  // survivors = S * data, so data = S^-1 * survivors: data block d is row d of the inverse, and
+  // parity block j is (row j of A) * S^-1.
   const int n = static_cast<int>(wanted.size());
   std::vector<uint8_t> rows(static_cast<size_t>(n) * m);
   for (int w = 0; w < n; ++w) {
@@ -199,7 +213,7 @@ absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> Codec::DecodeTables(
       if (idx < m) {
         rows[w * m + c] = inverse[idx * m + c];
       } else {
-        uint8_t v = 0;  // Parity row times the inverse.
+        uint8_t v = 0;
         for (int t = 0; t < m; ++t) {
           v ^= static_cast<uint8_t>(gf_mul(coding_[(idx - m) * m + t], inverse[t * m + c]));
         }
@@ -210,6 +224,9 @@ absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> Codec::DecodeTables(
   auto tables = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(32) * m * n);
   ec_init_tables(m, n, rows.data(), tables->data());
   std::lock_guard lock(cache_->mu);
+  for (const auto& entry : cache_->entries) {
+    if (entry.first == key) return entry.second;  // Another thread got here first.
+  }
   cache_->entries.emplace_front(std::move(key), tables);
   if (cache_->entries.size() > kDecodeCacheEntries) cache_->entries.pop_back();
   return std::shared_ptr<const std::vector<uint8_t>>(tables);
@@ -218,40 +235,51 @@ absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> Codec::DecodeTables(
 absl::Status Codec::Reconstruct(absl::Span<const absl::Span<uint8_t>> blocks,
                                 absl::Span<const int> available,
                                 absl::Span<const int> wanted) const {
+  // Every check comes before the first write: on error no block is touched.
   size_t len = 0;
   if (absl::Status s = CheckBlocks(blocks, total_blocks(), "stripe", &len); !s.ok()) return s;
   std::vector<int> seen(total_blocks(), 0);
   for (int i : available) {
-    if (i < 0 || i >= total_blocks() || seen[i]++) {
+    if (i < 0 || i >= total_blocks()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("available block index ", i, " is out of range or repeated"));
+          absl::StrCat("available block index ", i, " is out of range 0..", total_blocks() - 1));
+    }
+    if (seen[i]++) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("available block index ", i, " is listed twice"));
     }
   }
-  std::vector<int> want(wanted.begin(), wanted.end());
-  for (int i : want) {
-    if (i < 0 || i >= total_blocks() || seen[i]++) {
+  for (int i : wanted) {
+    if (i < 0 || i >= total_blocks()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("wanted block index ", i, " is out of range, repeated or also available"));
+          absl::StrCat("wanted block index ", i, " is out of range 0..", total_blocks() - 1));
+    }
+    if (seen[i]++) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "wanted block index ", i, " is listed twice or is also available (it cannot be both)"));
     }
   }
+  std::vector<const uint8_t*> starts;
+  for (const auto& b : blocks) starts.push_back(b.data());
+  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
   if (static_cast<int>(available.size()) < data_) {
     return absl::DataLossError(absl::StrCat("only ", available.size(), " of the ", data_,
                                             " blocks needed to rebuild are available"));
   }
-  if (want.empty()) return absl::OkStatus();
-  std::vector<const uint8_t*> starts;
-  for (const auto& b : blocks) starts.push_back(b.data());
-  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
+  if (wanted.empty()) return absl::OkStatus();
+  std::vector<int> want(wanted.begin(), wanted.end());
   std::sort(want.begin(), want.end());
   std::vector<int> pool(available.begin(), available.end());
   std::sort(pool.begin(), pool.end());
 
-  // The first M available blocks; if they are singular (possible only for a non-MDS matrix),
-  // try the other M-subsets of the available ones, a bounded number of times.
+  // The first M available blocks in index order (data before parity: the cheapest inverse);
+  // if they are singular (possible only for a non-MDS matrix), try the other M-subsets of the
+  // available ones in lexicographic order, a bounded number of times.
+  constexpr int kMaxSurvivorSets = 256;
   std::vector<bool> pick(pool.size(), false);
   std::fill(pick.begin(), pick.begin() + data_, true);
-  absl::Status last = absl::DataLossError("no invertible set of surviving blocks");
-  for (int attempt = 0; attempt < 256; ++attempt) {
+  int attempts = 0;
+  do {
     std::vector<int> survivors;
     for (size_t x = 0; x < pool.size(); ++x) {
       if (pick[x]) survivors.push_back(pool[x]);
@@ -266,10 +294,11 @@ absl::Status Codec::Reconstruct(absl::Span<const absl::Span<uint8_t>> blocks,
                      const_cast<uint8_t*>((*tables)->data()), in.data(), out.data());
       return absl::OkStatus();
     }
-    last = tables.status();
-    if (!std::prev_permutation(pick.begin(), pick.end())) break;
-  }
-  return last;
+  } while (++attempts < kMaxSurvivorSets && std::prev_permutation(pick.begin(), pick.end()));
+  return absl::DataLossError(absl::StrCat(
+      "cannot rebuild blocks ", Join(want), " from available blocks ", Join(pool), ": the ",
+      attempts, " sets of ", data_, " survivors tried are all singular for this ",
+      MatrixTypeName(type_), " matrix"));
 }
 
 }  // namespace ecd::ec

@@ -1,12 +1,20 @@
-// A scalar GF(2^8) reference (polynomial 0x11d) for the tests, independent of ISA-L.
+// A scalar GF(2^8) reference (polynomial 0x11d) for the lib/ec tests, independent of ISA-L:
+// field arithmetic, the DOCA matrix formulas, encoding, and brute-force decodability.
 #ifndef ECD_LIB_EC_GF_REFERENCE_TEST_H_
 #define ECD_LIB_EC_GF_REFERENCE_TEST_H_
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace ecd::ec::testing {
 
+// Addition (and subtraction) in GF(2^8).
+inline uint8_t RefAdd(uint8_t a, uint8_t b) { return static_cast<uint8_t>(a ^ b); }
+
+// Shift-and-xor multiplication modulo x^8 + x^4 + x^3 + x^2 + 1 (0x11d).
 inline uint8_t RefMul(uint8_t a, uint8_t b) {
   uint8_t r = 0;
   while (b) {
@@ -17,17 +25,47 @@ inline uint8_t RefMul(uint8_t a, uint8_t b) {
   return r;
 }
 
+// The multiplicative inverse, found by search (once per value). RefInv(0) is 0: 0 has none.
 inline uint8_t RefInv(uint8_t a) {
-  for (int x = 1; x < 256; ++x) {
-    if (RefMul(a, static_cast<uint8_t>(x)) == 1) return static_cast<uint8_t>(x);
-  }
-  return 0;
+  static const std::array<uint8_t, 256> kInverse = [] {
+    std::array<uint8_t, 256> inv{};
+    for (int v = 1; v < 256; ++v) {
+      for (int x = 1; x < 256; ++x) {
+        if (RefMul(static_cast<uint8_t>(v), static_cast<uint8_t>(x)) == 1) {
+          inv[v] = static_cast<uint8_t>(x);
+          break;
+        }
+      }
+    }
+    return inv;
+  }();
+  return kInverse[a];
 }
 
 inline uint8_t RefPow(uint8_t a, int e) {
   uint8_t r = 1;
   while (e-- > 0) r = RefMul(r, a);
   return r;
+}
+
+// DOCA_EC_MATRIX_TYPE_CAUCHY, K x M row-major: a_ij = 1 / (x_i + y_j), x_i = i, y_j = M + j.
+inline std::vector<uint8_t> RefDocaCauchy(int m, int k) {
+  std::vector<uint8_t> a(static_cast<size_t>(m) * k);
+  for (int j = 0; j < k; ++j) {
+    for (int i = 0; i < m; ++i) {
+      a[j * m + i] = RefInv(RefAdd(static_cast<uint8_t>(i), static_cast<uint8_t>(m + j)));
+    }
+  }
+  return a;
+}
+
+// DOCA_EC_MATRIX_TYPE_VANDERMONDE, K x M row-major: a_ij = (i + 1)^j.
+inline std::vector<uint8_t> RefDocaVandermonde(int m, int k) {
+  std::vector<uint8_t> a(static_cast<size_t>(m) * k);
+  for (int j = 0; j < k; ++j) {
+    for (int i = 0; i < m; ++i) a[j * m + i] = RefPow(static_cast<uint8_t>(i + 1), j);
+  }
+  return a;
 }
 
 // parity[j][x] = sum_i coding[j*M + i] * data[i][x].
@@ -57,6 +95,34 @@ inline bool RefNonsingular(std::vector<uint8_t> a, int r) {
     }
   }
   return true;
+}
+
+// Whether the M blocks `survivors` (indices 0..M+K-1, M of them) of the systematic code [I; A]
+// determine the data: their generator rows form a nonsingular M x M matrix.
+inline bool RefSurvivorsDecode(const std::vector<uint8_t>& a, int m,
+                               const std::vector<int>& survivors) {
+  std::vector<uint8_t> g;
+  for (int idx : survivors) {
+    for (int c = 0; c < m; ++c) g.push_back(idx < m ? (idx == c) : a[(idx - m) * m + c]);
+  }
+  return RefNonsingular(g, m);
+}
+
+// Brute force over every set of exactly K lost blocks: returns one, ascending, whose M survivors
+// do not decode, or nullopt when every loss of up to K blocks decodes (the code is MDS: a
+// smaller loss decodes iff one of its K-supersets does, since its survivors have full rank iff
+// some M of them do). Costs C(M+K, K) eliminations of M x M: small shapes only.
+inline std::optional<std::vector<int>> RefFindUndecodableLoss(const std::vector<uint8_t>& a, int m,
+                                                              int k) {
+  const int n = m + k;
+  std::vector<bool> lost(n, false);
+  std::fill(lost.begin(), lost.begin() + k, true);
+  do {
+    std::vector<int> survivors, lost_set;
+    for (int x = 0; x < n; ++x) (lost[x] ? lost_set : survivors).push_back(x);
+    if (!RefSurvivorsDecode(a, m, survivors)) return lost_set;
+  } while (std::prev_permutation(lost.begin(), lost.end()));
+  return std::nullopt;
 }
 
 }  // namespace ecd::ec::testing
