@@ -8,7 +8,7 @@ PACKAGES=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev
   libisal-dev
-  liburing-dev
+  liburing-dev fio
   libsqlite3-dev sqlite3
   libcli11-dev
   libcpp-httplib-dev
