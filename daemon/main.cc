@@ -35,6 +35,11 @@ struct Flags {
   std::string max_stripe_memory = "512M";
   std::string log_level = "info";
   int ec_workers = 2;
+  uint32_t nvme_queue_depth = 64;
+  std::string nvme_host_memory = "8M";
+  std::string nvme_page_size = "4K";
+  uint32_t nvme_mdts = 8;
+  bool nvme_direct = true;
 };
 
 int Fail(const std::string& message) {
@@ -69,6 +74,22 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
+  app.add_option("--nvme-queue-depth", f.nvme_queue_depth,
+                 "Entries of each device's NVMe queue pair and io_uring ring (power of two)")
+      ->check(CLI::Range(2, 4096))
+      ->capture_default_str();
+  app.add_option("--nvme-host-memory", f.nvme_host_memory,
+                 "DMA buffer pool per device (bounds the memory a device's I/O uses)")
+      ->capture_default_str();
+  app.add_option("--nvme-page-size", f.nvme_page_size, "Host memory page size (CC.MPS), 4K..64K")
+      ->capture_default_str();
+  app.add_option("--nvme-mdts", f.nvme_mdts,
+                 "Maximum data transfer size, 2^N x 4 KiB per command (8 = 1 MiB)")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  app.add_option("--nvme-direct", f.nvme_direct,
+                 "Open namespaces with O_DIRECT where the file system supports it")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -105,6 +126,25 @@ int Main(int argc, char** argv) {
   if (!lba.ok()) return Fail(absl::StrCat("--lba-size: ", lba.status().message()));
   if (*lba > (64u << 10)) return Fail("--lba-size must be at most 64K");
   options.lba_size = static_cast<uint32_t>(*lba);
+  if ((f.nvme_queue_depth & (f.nvme_queue_depth - 1)) != 0) {
+    return Fail("--nvme-queue-depth must be a power of two from 2 to 4096");
+  }
+  options.nvme.controller.queue_entries = f.nvme_queue_depth;
+  options.nvme.controller.mdts = f.nvme_mdts;
+  options.nvme.controller.direct = f.nvme_direct;
+  absl::StatusOr<uint64_t> host_memory = ecd::ParseSize(f.nvme_host_memory);
+  if (!host_memory.ok()) {
+    return Fail(absl::StrCat("--nvme-host-memory: ", host_memory.status().message()));
+  }
+  options.nvme.host_memory_bytes = *host_memory;
+  absl::StatusOr<uint64_t> page = ecd::ParseSize(f.nvme_page_size);
+  if (!page.ok() || *page < 4096 || *page > 65536 || (*page & (*page - 1)) != 0) {
+    return Fail("--nvme-page-size must be a power of two from 4K to 64K");
+  }
+  options.nvme.page_size = static_cast<uint32_t>(*page);
+  if (options.nvme.host_memory_bytes < 4 * options.nvme.page_size) {
+    return Fail("--nvme-host-memory must hold at least 4 pages");
+  }
 
   // Signals are taken by one thread with sigwait; block them before any thread starts.
   sigset_t signals;

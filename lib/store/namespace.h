@@ -1,8 +1,8 @@
 // Namespace: the seam between the store and a block device. A namespace is a fixed number of
 // fixed-size logical blocks (LBAs), read and written whole, as an NVMe namespace is.
 //
-// The file implementation keeps a namespace in a (sparse) regular file or a block device. Tests
-// and the NVMe data path provide other implementations behind the same interface.
+// The one production implementation keeps a namespace in a (sparse) regular file or a block
+// device and moves every block as NVMe commands (lib/nvme); tests wrap it to inject faults.
 #ifndef ECD_LIB_STORE_NAMESPACE_H_
 #define ECD_LIB_STORE_NAMESPACE_H_
 
@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "lib/nvme/device.h"
 
 namespace ecd::store {
 
@@ -42,11 +43,12 @@ class Namespace {
 };
 
 // Opens (creating it if `create` and it does not exist) a namespace file of `size_bytes`
-// (a multiple of lba_size) at `path`. An existing file keeps its data and must be at least
-// size_bytes long.
-absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& path,
-                                                             uint64_t size_bytes, uint32_t lba_size,
-                                                             bool create);
+// (a multiple of lba_size) at `path`, or a block device of at least that size, behind a
+// simulated NVMe controller with the given options. An existing file keeps its data and must be
+// at least size_bytes long.
+absl::StatusOr<std::unique_ptr<Namespace>> OpenNvmeNamespace(
+    const std::string& path, uint64_t size_bytes, uint32_t lba_size, bool create,
+    const nvme::DeviceOptions& options = {});
 
 // Makes the directory entry of `path` durable (fsync of its parent directory), as a newly
 // created file needs before anything that depends on it is acknowledged.

@@ -169,7 +169,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
                                                    " must be a positive multiple of the LBA size ",
                                                    options.lba_size));
   }
-  if (!options.namespace_factory) options.namespace_factory = OpenFileNamespace;
+  if (!options.namespace_factory) {
+    options.namespace_factory = [nvme = options.nvme](const std::string& path, uint64_t size,
+                                                      uint32_t lba_size, bool create) {
+      return OpenNvmeNamespace(path, size, lba_size, create, nvme);
+    };
+  }
   std::unique_ptr<Store> store(new Store(std::move(options)));
   if (absl::Status s = store->Init(); !s.ok()) return s;
   return store;

@@ -50,7 +50,8 @@ struct StoreOptions {
   // EC engine threads. Each encode keeps ec_workers + 1 stripes in memory, so that every
   // worker encodes a stripe while the oldest one is written.
   int ec_workers = 2;
-  NamespaceFactory namespace_factory;  // Defaults to OpenFileNamespace.
+  nvme::DeviceOptions nvme;            // NVMe data path of every device (queue depth, ...).
+  NamespaceFactory namespace_factory;  // Defaults to OpenNvmeNamespace with `nvme`.
 };
 
 struct EncodeParams {

@@ -1,5 +1,5 @@
-// A Namespace kept in a regular file (sparse, created with ftruncate) or a block device, with
-// pread/pwrite and fdatasync.
+// The store's namespaces: a regular file (sparse, created with ftruncate) or a block device,
+// reached only through the NVMe data path (PRPs, the controller model and io_uring).
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "lib/nvme/device.h"
 #include "lib/store/namespace.h"
 
 namespace ecd::store {
@@ -38,95 +39,76 @@ absl::Status SyncParentDir(const std::string& path) {
 
 namespace {
 
-class FileNamespace final : public Namespace {
+// The store's view of a device: every call becomes NVMe commands over PRP-described host pages,
+// executed by the controller model through io_uring (lib/nvme/device.h).
+class NvmeNamespace final : public Namespace {
  public:
-  FileNamespace(std::string path, int fd, uint64_t lba_count, uint32_t lba_size)
-      : path_(std::move(path)), fd_(fd), lba_count_(lba_count), lba_size_(lba_size) {}
-  ~FileNamespace() override { ::close(fd_); }
+  NvmeNamespace(std::string path, int fd, std::unique_ptr<nvme::Device> device)
+      : path_(std::move(path)), fd_(fd), device_(std::move(device)) {}
+  ~NvmeNamespace() override {
+    device_.reset();
+    ::close(fd_);
+  }
 
-  uint32_t lba_size() const override { return lba_size_; }
-  uint64_t lba_count() const override { return lba_count_; }
+  uint32_t lba_size() const override { return device_->lba_size(); }
+  uint64_t lba_count() const override { return device_->lba_count(); }
 
   absl::Status Read(uint64_t lba, absl::Span<uint8_t> out) override {
     if (absl::Status s = CheckRange(lba, out.size()); !s.ok()) return s;
-    size_t done = 0;
-    while (done < out.size()) {
-      ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
-                          static_cast<off_t>(lba * lba_size_ + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoStatus("read", path_, errno);
-      }
-      if (n == 0) {  // Past the end of a short file: the namespace reads as zeroes there.
-        std::memset(out.data() + done, 0, out.size() - done);
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    return absl::OkStatus();
+    return device_->Read(lba, out);
   }
 
   absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data) override {
     if (absl::Status s = CheckRange(lba, data.size()); !s.ok()) return s;
-    size_t done = 0;
-    while (done < data.size()) {
-      ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
-                           static_cast<off_t>(lba * lba_size_ + done));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoStatus("write", path_, errno);
-      }
-      done += static_cast<size_t>(n);
-    }
-    return absl::OkStatus();
+    return device_->Write(lba, data);
   }
 
   absl::Status Flush() override {
-    // Linux reports a writeback error to one fdatasync caller only, and the failed pages may be
+    // Linux reports a writeback error to one fsync caller only, and the failed pages may be
     // gone: once a flush fails, every later flush fails too, so no request can commit on top.
     if (flush_failed_.load()) {
       return absl::InternalError(absl::StrCat("an earlier flush of ", path_,
                                               " failed; its writes may be lost: fail the device"));
     }
-    if (::fdatasync(fd_) != 0) {
-      flush_failed_.store(true);
-      return ErrnoStatus("fdatasync", path_, errno);
-    }
-    return absl::OkStatus();
+    absl::Status s = device_->Flush();
+    if (!s.ok()) flush_failed_.store(true);
+    return s;
   }
 
   void Deallocate(uint64_t lba, uint64_t count) override {
-    // Give the space back to the file system; reads of the range then return zeroes.
+    // Give the space back to the file system (the effect of an NVMe Deallocate); reads of the
+    // range then return zeroes.
     (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                      static_cast<off_t>(lba * lba_size_), static_cast<off_t>(count * lba_size_));
+                      static_cast<off_t>(lba * lba_size()), static_cast<off_t>(count * lba_size()));
   }
 
  private:
   absl::Status CheckRange(uint64_t lba, size_t bytes) const {
-    if (bytes % lba_size_ != 0) {
+    const uint32_t lbs = device_->lba_size();
+    if (bytes % lbs != 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("I/O of ", bytes, " bytes is not a multiple of the LBA size ", lba_size_));
+          absl::StrCat("I/O of ", bytes, " bytes is not a multiple of the LBA size ", lbs));
     }
-    const uint64_t n = bytes / lba_size_;
-    if (lba > lba_count_ || n > lba_count_ - lba) {
+    const uint64_t n = bytes / lbs;
+    if (lba > lba_count() || n > lba_count() - lba) {
       return absl::OutOfRangeError(absl::StrCat("LBA range [", lba, ", ", lba + n, ") beyond ",
-                                                path_, " (", lba_count_, " LBAs)"));
+                                                path_, " (", lba_count(), " LBAs)"));
     }
     return absl::OkStatus();
   }
 
   const std::string path_;
-  const int fd_;
-  const uint64_t lba_count_;
-  const uint32_t lba_size_;
+  const int fd_;  // kept for Deallocate
+  std::unique_ptr<nvme::Device> device_;
   std::atomic<bool> flush_failed_{false};
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& path,
+absl::StatusOr<std::unique_ptr<Namespace>> OpenNvmeNamespace(const std::string& path,
                                                              uint64_t size_bytes, uint32_t lba_size,
-                                                             bool create) {
+                                                             bool create,
+                                                             const nvme::DeviceOptions& options) {
   if (lba_size == 0 || size_bytes == 0 || size_bytes % lba_size != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "namespace size ", size_bytes, " is not a positive multiple of the LBA size ", lba_size));
@@ -172,7 +154,16 @@ absl::StatusOr<std::unique_ptr<Namespace>> OpenFileNamespace(const std::string& 
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is neither a regular file nor a block device"));
   }
-  return std::unique_ptr<Namespace>(new FileNamespace(path, fd, size_bytes / lba_size, lba_size));
+  nvme::DeviceOptions o = options;
+  // O_DIRECT needs LBA-aligned offsets that the file system can honour; below 4 KiB LBAs many
+  // cannot, so those namespaces use the page cache (and fsync for Flush) instead.
+  if (lba_size % 4096 != 0) o.controller.direct = false;
+  auto device = nvme::Device::Open(path, lba_size, size_bytes / lba_size, o);
+  if (!device.ok()) {
+    ::close(fd);
+    return device.status();
+  }
+  return std::unique_ptr<Namespace>(new NvmeNamespace(path, fd, *std::move(device)));
 }
 
 }  // namespace ecd::store

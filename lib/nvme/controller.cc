@@ -1,0 +1,248 @@
+// Controller: command validation, PRP resolution and io_uring execution for one namespace.
+#include "lib/nvme/controller.h"
+
+#include <cerrno>
+
+#include "absl/strings/str_format.h"
+#include "lib/nvme/prp_walker.h"
+
+namespace ecd::nvme {
+namespace {
+
+// Tag of an io_uring op: the command id in the low 16 bits.
+uint64_t Tag(uint16_t cid) { return cid; }
+
+NvmeStatus StatusForErrno(Opcode op, int err) {
+  if (err == ENOSPC) return Failure(kScCapacityExceeded);
+  if (err == EIO || err == ENODATA || err == EBADMSG) {
+    return Failure(op == Opcode::kRead ? kScUnrecoveredReadError : kScWriteFault, kSctMedia);
+  }
+  if (op == Opcode::kFlush) return Failure(kScWriteFault, kSctMedia);
+  return Failure(kScInternalError);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(HostMemory* memory,
+                                                               const std::string& path,
+                                                               uint32_t lba_size,
+                                                               uint64_t lba_count,
+                                                               const ControllerOptions& options) {
+  if (options.queue_entries < 2 || options.queue_entries > 4096 ||
+      (options.queue_entries & (options.queue_entries - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "NVMe queue depth %u is not a power of two from 2 to 4096", options.queue_entries));
+  }
+  if (options.mdts > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("MDTS %u is too large: at most 16 (256 MiB in 4 KiB units)", options.mdts));
+  }
+  if (lba_size < 512 || (lba_size & (lba_size - 1)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("LBA size %u is not a power of two of at least 512", lba_size));
+  }
+  PrpFetchOptions fo;
+  fo.page_size = memory->page_size();
+  fo.prps_per_index = options.prps_per_index;
+  fo.num_indexes = std::min<uint32_t>(options.queue_entries, 4095);
+  HostMemory* mem = memory;
+  auto fetcher = PrpFetchManager::Create(
+      fo, [mem](uint64_t addr, void* dst, size_t len) { return mem->Read(addr, dst, len); });
+  if (!fetcher.ok()) return fetcher.status();
+  UringOptions uo;
+  uo.queue_depth = options.queue_entries;
+  uo.direct = options.direct;
+  const std::vector<iovec> buffers = memory->FixedBuffers();
+  auto uring = UringQueue::Open(path, buffers, uo);
+  if (!uring.ok()) return uring.status();
+  return std::unique_ptr<Controller>(
+      new Controller(memory, *std::move(uring), *std::move(fetcher), lba_size, lba_count, options));
+}
+
+Controller::Controller(HostMemory* memory, std::unique_ptr<UringQueue> uring,
+                       std::unique_ptr<PrpFetchManager> fetcher, uint32_t lba_size,
+                       uint64_t lba_count, const ControllerOptions& options)
+    : memory_(memory),
+      uring_(std::move(uring)),
+      fetcher_(std::move(fetcher)),
+      lba_size_(lba_size),
+      lba_count_(lba_count),
+      options_(options) {
+  stats_.direct = uring_->direct();
+  stats_.fixed_buffers = uring_->fixed_buffers();
+}
+
+Controller::~Controller() {
+  stop_.store(true);
+  uring_->Wake();
+  if (reaper_.joinable()) reaper_.join();
+}
+
+uint64_t Controller::max_transfer_bytes() const {
+  return options_.mdts == 0 ? 0 : uint64_t{kMinPageSize} << options_.mdts;
+}
+
+void Controller::AttachQueues(SubmissionQueue* sq, CompletionQueue* cq,
+                              std::function<void(CompletionQueue&)> interrupt) {
+  sq_ = sq;
+  cq_ = cq;
+  interrupt_ = std::move(interrupt);
+  reaper_ = std::thread([this] { ReaperLoop(); });
+}
+
+void Controller::RingSubmissionDoorbell() {
+  SubmissionEntry e;
+  while (sq_->Pop(&e)) {
+    sq_head_.store(sq_->controller_head());
+    Start(e);
+  }
+}
+
+void Controller::CompleteNow(uint16_t cid, NvmeStatus status) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    immediate_.emplace_back(cid, status);
+    ++stats_.errors[status.Field()];
+  }
+  uring_->Wake();
+}
+
+void Controller::Start(const SubmissionEntry& e) {
+  const auto op = static_cast<Opcode>(e.opcode);
+  if (op != Opcode::kRead && op != Opcode::kWrite && op != Opcode::kFlush) {
+    return CompleteNow(e.cid, Failure(kScInvalidOpcode));
+  }
+  if (e.psdt != 0) return CompleteNow(e.cid, Failure(kScInvalidField));  // SGLs unsupported
+  if (op == Opcode::kFlush) {
+    if (e.nsid != 1 && e.nsid != 0xFFFFFFFF) {
+      return CompleteNow(e.cid, Failure(kScInvalidNamespace));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Inflight f;
+      f.cid = e.cid;
+      f.opcode = op;
+      f.ops_left = 1;
+      inflight_[e.cid] = f;
+      ++stats_.flushes;
+      ++stats_.io_ops;
+      ++stats_.in_flight;
+    }
+    IoOp io{IoOp::Kind::kFsync, 0, nullptr, 0, Tag(e.cid)};
+    if (absl::Status s = uring_->Submit(absl::MakeConstSpan(&io, 1)); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      inflight_.erase(e.cid);
+      --stats_.in_flight;
+      immediate_.emplace_back(e.cid, Failure(kScInternalError));
+      ++stats_.errors[Failure(kScInternalError).Field()];
+    }
+    return;
+  }
+  if (e.nsid != 1) return CompleteNow(e.cid, Failure(kScInvalidNamespace));
+  const uint64_t blocks = uint64_t{e.nlb} + 1;
+  if (e.slba >= lba_count_ || blocks > lba_count_ - e.slba) {
+    return CompleteNow(e.cid, Failure(kScLbaOutOfRange));
+  }
+  const uint64_t length = blocks * lba_size_;
+  if (options_.mdts != 0 && length > max_transfer_bytes()) {
+    return CompleteNow(e.cid, Failure(kScInvalidField));
+  }
+  PrpWalk walk = WalkPrps(*fetcher_, memory_->page_size(), e.prp1, e.prp2, length);
+  if (!walk.status.ok()) return CompleteNow(e.cid, walk.status);
+  for (const DataSegment& s : walk.segments) {
+    if (memory_->Translate(s.addr, s.len) == nullptr) {
+      return CompleteNow(e.cid, Failure(kScDataTransferError));
+    }
+  }
+  const std::vector<DataSegment> runs =
+      CoalesceSegments(walk.segments, memory_->base_address(), kMaxFixedBufferBytes, 1u << 30);
+  std::vector<IoOp> ops;
+  ops.reserve(runs.size());
+  uint64_t file_off = e.slba * lba_size_;
+  const IoOp::Kind kind = op == Opcode::kRead ? IoOp::Kind::kRead : IoOp::Kind::kWrite;
+  for (const DataSegment& r : runs) {
+    ops.push_back(IoOp{kind, file_off, memory_->Translate(r.addr, r.len), r.len, Tag(e.cid)});
+    file_off += r.len;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Inflight f;
+    f.cid = e.cid;
+    f.opcode = op;
+    f.ops_left = static_cast<uint32_t>(ops.size());
+    f.expected = length;
+    inflight_[e.cid] = f;
+    ++(op == Opcode::kRead ? stats_.reads : stats_.writes);
+    stats_.io_ops += ops.size();
+    stats_.data_segments += walk.segments.size();
+    stats_.prp_sets += walk.fetch_sets;
+    ++stats_.in_flight;
+  }
+  if (absl::Status s = uring_->Submit(ops); !s.ok()) {
+    // Submit queues all or nothing; nothing of this command is in flight.
+    std::lock_guard<std::mutex> lock(mu_);
+    inflight_.erase(e.cid);
+    --stats_.in_flight;
+    immediate_.emplace_back(e.cid, Failure(kScInternalError));
+    ++stats_.errors[Failure(kScInternalError).Field()];
+  }
+}
+
+void Controller::ReaperLoop() {
+  std::vector<IoResult> results;
+  while (!stop_.load()) {
+    results.clear();
+    (void)uring_->Reap(1, &results);
+    std::vector<std::pair<uint16_t, NvmeStatus>> done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done.swap(immediate_);
+      for (const IoResult& r : results) {
+        auto it = inflight_.find(static_cast<uint16_t>(r.tag & 0xFFFF));
+        if (r.tag > 0xFFFF || it == inflight_.end()) continue;  // a wake-up
+        Inflight& f = it->second;
+        if (r.res < 0) {
+          if (f.status.ok()) f.status = StatusForErrno(f.opcode, -r.res);
+        } else {
+          f.bytes += static_cast<uint64_t>(r.res);
+        }
+        if (--f.ops_left > 0) continue;
+        if (f.status.ok() && f.bytes != f.expected) f.status = Failure(kScDataTransferError);
+        if (f.status.ok()) {
+          if (f.opcode == Opcode::kRead) stats_.bytes_read += f.bytes;
+          if (f.opcode == Opcode::kWrite) stats_.bytes_written += f.bytes;
+        } else {
+          ++stats_.errors[f.status.Field()];
+        }
+        done.emplace_back(f.cid, f.status);
+        inflight_.erase(it);
+        --stats_.in_flight;
+      }
+    }
+    if (!done.empty()) Post(done);
+  }
+}
+
+void Controller::Post(const std::vector<std::pair<uint16_t, NvmeStatus>>& done) {
+  std::lock_guard<std::mutex> lock(cq_mu_);
+  for (const auto& [cid, status] : done) {
+    CompletionEntry c;
+    c.cid = cid;
+    c.sq_id = 1;
+    c.sq_head = static_cast<uint16_t>(sq_head_.load());
+    c.status = status;
+    // The host consumes every completion in the interrupt, and at most entries-1 commands are
+    // outstanding, so the queue cannot be full here.
+    cq_->Post(c);
+  }
+  interrupt_(*cq_);
+}
+
+ControllerStats Controller::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ControllerStats s = stats_;
+  s.fetch = fetcher_->stats();
+  return s;
+}
+
+}  // namespace ecd::nvme

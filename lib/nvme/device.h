@@ -1,0 +1,63 @@
+// Device: a simulated NVMe device as the store sees it, a byte-addressed-by-LBA namespace on
+// top of host memory, a controller and a driver. Every Read and Write is split into commands of
+// at most MDTS bytes; each command's data is staged in host-memory pages (the DMA buffers)
+// described by PRPs, and all commands of one call are in flight together.
+#ifndef ECD_LIB_NVME_DEVICE_H_
+#define ECD_LIB_NVME_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "lib/nvme/controller.h"
+#include "lib/nvme/driver.h"
+#include "lib/nvme/host_memory.h"
+
+namespace ecd::nvme {
+
+struct DeviceOptions {
+  ControllerOptions controller;
+  uint32_t page_size = 4096;              // host memory page size (CC.MPS)
+  uint64_t host_memory_bytes = 8u << 20;  // DMA buffer pool; bounds memory per device
+};
+
+// Thread safety: Read, Write and Flush may be called concurrently.
+class Device {
+ public:
+  // `path` must exist and hold at least lba_count * lba_size bytes.
+  static absl::StatusOr<std::unique_ptr<Device>> Open(const std::string& path, uint32_t lba_size,
+                                                      uint64_t lba_count,
+                                                      const DeviceOptions& options);
+  ~Device();
+
+  uint32_t lba_size() const { return controller_->lba_size(); }
+  uint64_t lba_count() const { return controller_->lba_count(); }
+
+  // REQUIRES: sizes are multiples of lba_size(). Errors carry the NVMe status in the message:
+  // DataLoss for media errors, OutOfRange for LBA range, Internal otherwise.
+  absl::Status Read(uint64_t lba, absl::Span<uint8_t> out);
+  absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data);
+  absl::Status Flush();
+
+  HostMemory& memory() { return *memory_; }
+  Driver& driver() { return *driver_; }
+  ControllerStats stats() const { return controller_->stats(); }
+
+ private:
+  Device(std::string path, std::unique_ptr<HostMemory> memory,
+         std::unique_ptr<Controller> controller);
+  absl::Status Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t bytes);
+
+  const std::string path_;
+  std::unique_ptr<HostMemory> memory_;
+  std::unique_ptr<Controller> controller_;
+  std::unique_ptr<Driver> driver_;
+  uint64_t chunk_bytes_;
+};
+
+}  // namespace ecd::nvme
+
+#endif  // ECD_LIB_NVME_DEVICE_H_

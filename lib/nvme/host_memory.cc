@@ -1,0 +1,158 @@
+// HostMemory: an mmap'd arena of pages with a run-based free list.
+#include "lib/nvme/host_memory.h"
+
+#include <sys/mman.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+
+namespace ecd::nvme {
+
+absl::StatusOr<std::unique_ptr<HostMemory>> HostMemory::Create(uint32_t page_size,
+                                                               uint64_t page_count) {
+  if (page_size < 4096 || page_size > 65536 || !std::has_single_bit(page_size)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "host page size %u is not a power of two from 4 KiB to 64 KiB (CC.MPS 0..4)", page_size));
+  }
+  if (page_count == 0) return absl::InvalidArgumentError("host memory needs at least one page");
+  const uint64_t bytes = page_count * page_size;
+  // Map one page more than needed and align the start to the page size: mmap only promises
+  // 4 KiB alignment, and PRP page addresses must be multiples of the memory page size.
+  const uint64_t mapped = bytes + page_size;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    return absl::ResourceExhaustedError(
+        absl::StrFormat("cannot map %u bytes of host memory: %s; lower the host memory setting",
+                        bytes, std::strerror(errno)));
+  }
+  auto* raw = static_cast<uint8_t*>(p);
+  const uint64_t misalign = reinterpret_cast<uint64_t>(raw) % page_size;
+  uint8_t* base = misalign == 0 ? raw : raw + (page_size - misalign);
+  return std::unique_ptr<HostMemory>(new HostMemory(raw, mapped, base, page_size, page_count));
+}
+
+HostMemory::HostMemory(uint8_t* mapping, uint64_t mapped_bytes, uint8_t* base, uint32_t page_size,
+                       uint64_t page_count)
+    : mapping_(mapping),
+      mapped_bytes_(mapped_bytes),
+      base_(base),
+      page_size_(page_size),
+      page_count_(page_count) {
+  free_runs_[0] = page_count;
+  free_pages_ = page_count;
+}
+
+HostMemory::~HostMemory() { munmap(mapping_, mapped_bytes_); }
+
+uint32_t HostMemory::mps() const { return std::countr_zero(page_size_) - 12; }
+
+uint64_t HostMemory::free_pages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return free_pages_;
+}
+
+bool HostMemory::TakeLocked(uint64_t n, std::vector<uint64_t>* out) {
+  if (n > free_pages_) return false;
+  out->clear();
+  out->reserve(n);
+  // First fit for one contiguous run.
+  for (auto it = free_runs_.begin(); it != free_runs_.end(); ++it) {
+    if (it->second < n) continue;
+    const uint64_t first = it->first;
+    const uint64_t left = it->second - n;
+    free_runs_.erase(it);
+    if (left > 0) free_runs_[first + n] = left;
+    for (uint64_t i = 0; i < n; ++i) out->push_back(base_address() + (first + i) * page_size_);
+    free_pages_ -= n;
+    return true;
+  }
+  // Fragmented: gather from the front runs.
+  uint64_t need = n;
+  while (need > 0) {
+    auto it = free_runs_.begin();
+    const uint64_t take = std::min(need, it->second);
+    const uint64_t first = it->first;
+    const uint64_t left = it->second - take;
+    free_runs_.erase(it);
+    if (left > 0) free_runs_[first + take] = left;
+    for (uint64_t i = 0; i < take; ++i) out->push_back(base_address() + (first + i) * page_size_);
+    need -= take;
+  }
+  free_pages_ -= n;
+  return true;
+}
+
+absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePages(uint64_t n) {
+  std::vector<uint64_t> pages;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (n == 0 || !TakeLocked(n, &pages)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "host memory: %u pages wanted, %u of %u free", n, free_pages_, page_count_));
+  }
+  return pages;
+}
+
+absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePagesWait(uint64_t n) {
+  if (n == 0 || n > page_count_) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "host memory: %u pages wanted but the arena has %u; raise the host memory setting", n,
+        page_count_));
+  }
+  std::vector<uint64_t> pages;
+  std::unique_lock<std::mutex> lock(mu_);
+  freed_.wait(lock, [&] { return TakeLocked(n, &pages); });
+  return pages;
+}
+
+void HostMemory::FreePages(absl::Span<const uint64_t> pages) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint64_t addr : pages) {
+      const uint64_t index = (addr - base_address()) / page_size_;
+      auto next = free_runs_.lower_bound(index);
+      uint64_t first = index;
+      uint64_t len = 1;
+      if (next != free_runs_.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == index) {
+          first = prev->first;
+          len += prev->second;
+          free_runs_.erase(prev);
+        }
+      }
+      if (next != free_runs_.end() && next->first == index + 1) {
+        len += next->second;
+        free_runs_.erase(next);
+      }
+      free_runs_[first] = len;
+    }
+    free_pages_ += pages.size();
+  }
+  freed_.notify_all();
+}
+
+uint8_t* HostMemory::Translate(uint64_t addr, uint64_t len) const {
+  const uint64_t base = base_address();
+  if (addr < base || len > size_bytes() || addr - base > size_bytes() - len) return nullptr;
+  return base_ + (addr - base);
+}
+
+bool HostMemory::Read(uint64_t addr, void* dst, uint64_t len) const {
+  const uint8_t* src = Translate(addr, len);
+  if (src == nullptr) return false;
+  std::memcpy(dst, src, len);
+  return true;
+}
+
+std::vector<iovec> HostMemory::FixedBuffers() const {
+  std::vector<iovec> out;
+  for (uint64_t off = 0; off < size_bytes(); off += kMaxFixedBufferBytes) {
+    out.push_back(iovec{base_ + off, std::min(kMaxFixedBufferBytes, size_bytes() - off)});
+  }
+  return out;
+}
+
+}  // namespace ecd::nvme

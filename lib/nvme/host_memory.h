@@ -1,0 +1,87 @@
+// HostMemory: the host's DMA-able memory in the NVMe model, as a pool of fixed-size pages.
+//
+// A "host address" is what a PRP entry carries. In this model it is the virtual address of the
+// byte inside the arena, so the controller side can translate an address with a bounds check and
+// the io_uring layer can use the same memory as registered (fixed) buffers. The page size plays
+// the role of CC.MPS: 4 KiB to 64 KiB, a power of two.
+//
+// Pages are handed out in runs; an allocation prefers one contiguous run (so the data path can
+// coalesce it into one I/O) and falls back to several runs when the pool is fragmented, as a
+// real host's scattered physical pages would be.
+#ifndef ECD_LIB_NVME_HOST_MEMORY_H_
+#define ECD_LIB_NVME_HOST_MEMORY_H_
+
+#include <sys/uio.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace ecd::nvme {
+
+// Largest region registered with io_uring as one fixed buffer (the kernel limit is 1 GiB).
+inline constexpr uint64_t kMaxFixedBufferBytes = uint64_t{1} << 30;
+
+// Thread safety: all methods are safe to call concurrently.
+class HostMemory {
+ public:
+  // page_size: a power of two from 4 KiB to 64 KiB. page_count >= 1.
+  static absl::StatusOr<std::unique_ptr<HostMemory>> Create(uint32_t page_size,
+                                                            uint64_t page_count);
+  ~HostMemory();
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
+
+  uint32_t page_size() const { return page_size_; }
+  // CC.MPS for this page size: page_size == 1 << (12 + mps()).
+  uint32_t mps() const;
+  uint64_t page_count() const { return page_count_; }
+  uint64_t free_pages() const;
+  uint64_t base_address() const { return reinterpret_cast<uint64_t>(base_); }
+  uint64_t size_bytes() const { return page_count_ * page_size_; }
+
+  // Allocates `n` pages and returns their host addresses in order. Returns ResourceExhausted at
+  // once if fewer than n pages are free (AllocatePagesWait blocks instead). n >= 1.
+  absl::StatusOr<std::vector<uint64_t>> AllocatePages(uint64_t n);
+  // As AllocatePages, but waits until n pages are free. Returns ResourceExhausted only when n
+  // exceeds the whole arena.
+  absl::StatusOr<std::vector<uint64_t>> AllocatePagesWait(uint64_t n);
+  // Returns pages obtained from AllocatePages. REQUIRES: each is an allocated page address.
+  void FreePages(absl::Span<const uint64_t> pages);
+
+  // The DMA view: a pointer to [addr, addr + len) if the whole range lies in the arena, else
+  // nullptr (which the controller reports as a Data Transfer Error).
+  uint8_t* Translate(uint64_t addr, uint64_t len) const;
+  // Copies len bytes at host address addr into dst; false if the range is outside the arena.
+  bool Read(uint64_t addr, void* dst, uint64_t len) const;
+
+  // The arena as io_uring fixed buffers: consecutive regions of at most kMaxFixedBufferBytes.
+  std::vector<iovec> FixedBuffers() const;
+
+ private:
+  HostMemory(uint8_t* mapping, uint64_t mapped_bytes, uint8_t* base, uint32_t page_size,
+             uint64_t page_count);
+  bool TakeLocked(uint64_t n, std::vector<uint64_t>* out);
+
+  uint8_t* const mapping_;  // what mmap returned
+  const uint64_t mapped_bytes_;
+  uint8_t* const base_;  // mapping_ rounded up to the page size
+  const uint32_t page_size_;
+  const uint64_t page_count_;
+
+  mutable std::mutex mu_;
+  std::condition_variable freed_;
+  std::map<uint64_t, uint64_t> free_runs_;  // first page index -> run length; guarded by mu_
+  uint64_t free_pages_ = 0;                 // guarded by mu_
+};
+
+}  // namespace ecd::nvme
+
+#endif  // ECD_LIB_NVME_HOST_MEMORY_H_
