@@ -56,8 +56,11 @@ absl::StatusOr<std::string> RunPrpWalk(const std::string& request_json, bool pre
   PrpWalkRequest req;
   google::protobuf::util::JsonParseOptions po;
   if (auto s = google::protobuf::util::JsonStringToMessage(request_json, &req, po); !s.ok()) {
+    // The parser's message quotes the input over several lines; keep the error to one line.
+    std::string why(s.message());
+    why = why.substr(0, why.find('\n'));
     return absl::InvalidArgumentError(
-        absl::StrFormat("request is not a PrpWalkRequest JSON document: %s", s.ToString()));
+        absl::StrFormat("request is not a PrpWalkRequest JSON document: %s", why));
   }
   const uint32_t page = req.page_size() == 0 ? 4096 : req.page_size();
   const uint32_t lba_size = req.lba_size() == 0 ? 512 : req.lba_size();

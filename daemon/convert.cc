@@ -65,6 +65,7 @@ void ToProto(const store::DeviceStatus& d, v1::DeviceInfo* out) {
   out->set_free_bytes(d.free_bytes);
   out->set_lba_size(d.record.lba_size);
   out->set_blocks(d.blocks);
+  for (const auto& [name, value] : d.counters) (*out->mutable_counters())[name] = value;
 }
 
 void ToProto(const store::RecoverProgress& p, v1::RecoverProgress* out) {

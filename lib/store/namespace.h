@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -40,6 +42,10 @@ class Namespace {
 
   // Tells the device the LBAs no longer hold data (like NVMe Deallocate). Best effort.
   virtual void Deallocate(uint64_t lba, uint64_t count) {}
+
+  // Named counters of the device's data path (commands, PRP fetches, errors by status, ...),
+  // for `ecctl device ls --json` and metrics. Thread-safe.
+  virtual std::vector<std::pair<std::string, uint64_t>> Counters() const { return {}; }
 };
 
 // Opens (creating it if `create` and it does not exist) a namespace file of `size_bytes`

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "lib/nvme/device.h"
 #include "lib/store/namespace.h"
 
@@ -80,6 +81,32 @@ class NvmeNamespace final : public Namespace {
     // range then return zeroes.
     (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                       static_cast<off_t>(lba * lba_size()), static_cast<off_t>(count * lba_size()));
+  }
+
+  std::vector<std::pair<std::string, uint64_t>> Counters() const override {
+    const nvme::ControllerStats s = device_->stats();
+    std::vector<std::pair<std::string, uint64_t>> c = {
+        {"nvme_read_commands", s.reads},
+        {"nvme_write_commands", s.writes},
+        {"nvme_flush_commands", s.flushes},
+        {"nvme_bytes_read", s.bytes_read},
+        {"nvme_bytes_written", s.bytes_written},
+        {"nvme_io_uring_ops", s.io_ops},
+        {"nvme_prp_data_segments", s.data_segments},
+        {"nvme_prp_sets", s.prp_sets},
+        {"nvme_prp_fetches_ping", s.fetch.fills_ping},
+        {"nvme_prp_fetches_pong", s.fetch.fills_pong},
+        {"nvme_prp_refills", s.fetch.refills},
+        {"nvme_prp_list_reads", s.fetch.host_reads},
+        {"nvme_in_flight", s.in_flight},
+        {"nvme_direct_io", s.direct ? 1u : 0u},
+        {"nvme_fixed_buffers", s.fixed_buffers ? 1u : 0u},
+    };
+    for (const auto& [field, n] : s.errors) {
+      const nvme::NvmeStatus st = nvme::NvmeStatus::FromField(field);
+      c.emplace_back(absl::StrFormat("nvme_errors_sct%x_sc%02x", st.sct, st.sc), n);
+    }
+    return c;
   }
 
  private:

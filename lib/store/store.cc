@@ -934,6 +934,7 @@ absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
     s.record = d->record;
     s.used_bytes = d->allocator.used_lbas() * d->record.lba_size;
     s.free_bytes = d->allocator.free_lbas() * d->record.lba_size;
+    if (d->ns) s.counters = d->ns->Counters();
     out.push_back(s);
   }
   for (const auto& [id, n] : *counts) {

@@ -111,6 +111,8 @@ struct DeviceStatus {
   uint64_t used_bytes = 0;
   uint64_t free_bytes = 0;
   uint64_t blocks = 0;
+  // The namespace's data-path counters (Namespace::Counters); empty for a failed device.
+  std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
 class Store {

@@ -161,6 +161,39 @@ TEST_F(StoreTest, RoundTripsEverySizeAndRange) {
   EXPECT_TRUE(absl::IsOutOfRange(Get("obj100000", 100001, 1).status()));
 }
 
+// Sums one named NVMe counter over all devices.
+uint64_t CounterSum(const std::vector<DeviceStatus>& devices, const std::string& name) {
+  uint64_t sum = 0;
+  for (const auto& d : devices) {
+    for (const auto& [n, v] : d.counters) {
+      if (n == name) sum += v;
+    }
+  }
+  return sum;
+}
+
+TEST_F(StoreTest, EveryBlockMovesAsNvmeCommands) {
+  auto before = *store_->ListDevices();
+  const auto data = RandomBytes(10 * 16384, 9);  // 10 stripes of 4 + 2 blocks of 4 KiB
+  ASSERT_TRUE(Put("nvme", data).ok());
+  auto after = *store_->ListDevices();
+  EXPECT_GE(CounterSum(after, "nvme_write_commands") - CounterSum(before, "nvme_write_commands"),
+            60u);
+  EXPECT_GE(CounterSum(after, "nvme_bytes_written") - CounterSum(before, "nvme_bytes_written"),
+            60u * 4096);
+  EXPECT_GT(CounterSum(after, "nvme_flush_commands"), CounterSum(before, "nvme_flush_commands"));
+  auto back = Get("nvme");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+  auto read = *store_->ListDevices();
+  EXPECT_GE(CounterSum(read, "nvme_bytes_read") - CounterSum(after, "nvme_bytes_read"), 40u * 4096);
+  EXPECT_EQ(CounterSum(read, "nvme_in_flight"), 0u);
+  for (const auto& d : read) {
+    for (const auto& [n, v] : d.counters)
+      EXPECT_EQ(n.rfind("nvme_errors", 0), std::string::npos) << n;
+  }
+}
+
 TEST_F(StoreTest, BlocksOfAStripeAreOnDistinctDevicesAndSpread) {
   const auto data = RandomBytes(40 * 16384, 3);
   auto o = Put("spread", data);
@@ -275,7 +308,7 @@ TEST_F(StoreTest, BlocksFlaggedByATransientErrorAreTriedAgain) {
     saved.push_back(Snapshot(st->stripes[0].blocks[i].record));
     Clobber(st->stripes[0].blocks[i].record, 0x77);
   }
-  EXPECT_TRUE(absl::IsDataLoss(Get("t").status()));  // 3 > K bad: all three flagged corrupt.
+  EXPECT_TRUE(absl::IsDataLoss(Get("t").status()));    // 3 > K bad: all three flagged corrupt.
   Restore(st->stripes[0].blocks[0].record, saved[0]);  // The "transient" fault goes away.
   Restore(st->stripes[0].blocks[1].record, saved[1]);
   auto back = Get("t");

@@ -65,6 +65,9 @@ ecctl --json stat big --verify | json 'd["object"]["degraded_stripes"]' | grep -
 ecctl --json stat small --verify | json 'd["object"]["degraded_stripes"]' | grep -qx 0 || fail "small still degraded"
 [ "$(ecctl --json device ls | json 'd["devices"][0]["blocks"]')" = 0 ] || fail "device 0 still holds blocks"
 ecctl device ls
+# Every block moved as NVMe commands: the device counters say so, with no error statuses.
+ecctl --json device ls | json 'sum(int(x["counters"]["nvme_write_commands"]) for x in d["devices"] if x["state"] == "DEVICE_STATE_ONLINE")' >"$WORK/nvme.writes"
+[ "$(cat "$WORK/nvme.writes")" -gt 100 ] || fail "NVMe write commands not counted: $(cat "$WORK/nvme.writes")"
 
 step "restart: every object reads back and free space is unchanged"
 ecctl --json device ls | json '[(x["id"], x["free_bytes"], x["state"]) for x in d["devices"]]' >"$WORK/free.before"
