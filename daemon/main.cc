@@ -84,8 +84,9 @@ int Main(int argc, char** argv) {
   app.add_option("--nvme-page-size", f.nvme_page_size, "Host memory page size (CC.MPS), 4K..64K")
       ->capture_default_str();
   app.add_option("--nvme-mdts", f.nvme_mdts,
-                 "Maximum data transfer size, 2^N x 4 KiB per command (8 = 1 MiB)")
-      ->check(CLI::Range(1, 16))
+                 "Maximum data transfer size, 2^N x 4 KiB per command (8 = 1 MiB; at most 10 "
+                 "with 4K pages, 14 with 64K)")
+      ->check(CLI::Range(1, 14))
       ->capture_default_str();
   app.add_option("--nvme-direct", f.nvme_direct,
                  "Open namespaces with O_DIRECT where the file system supports it")

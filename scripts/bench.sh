@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Builds and runs the EC benchmarks, then prints engine/raw and 2-worker/1-worker ratios.
 # Usage: scripts/bench.sh [extra google-benchmark flags]
+#        scripts/bench.sh --nvme [nvme_bench flags]   (NVMe data path beside fio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh >/dev/null
 bash scripts/build.sh >/dev/null
+if [ "${1:-}" = "--nvme" ]; then
+  shift
+  exec build/bench/nvme_bench "$@"
+fi
 out=$(mktemp)
 build/bench/ec_bench --benchmark_format=json --benchmark_min_time=0.2 "$@" >"$out"
 python3 scripts/bench_ratios.py "$out"

@@ -1,6 +1,7 @@
 // Controller: command validation, PRP resolution and io_uring execution for one namespace.
 #include "lib/nvme/controller.h"
 
+#include <bit>
 #include <cerrno>
 
 #include "absl/strings/str_format.h"
@@ -40,6 +41,15 @@ absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(HostMemory* memor
   if (lba_size < 512 || (lba_size & (lba_size - 1)) != 0) {
     return absl::InvalidArgumentError(
         absl::StrFormat("LBA size %u is not a power of two of at least 512", lba_size));
+  }
+  // The fetch manager's 10-bit No_of_desc_rem bounds a command to about 1024 list entries.
+  const uint64_t max_pages = (uint64_t{kMinPageSize} << options.mdts) / memory->page_size();
+  if (options.mdts == 0 || max_pages > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "MDTS %u allows %u-byte commands, more than 1024 pages of %u bytes that a PRP list "
+        "set can describe; use an MDTS from 1 to %u",
+        options.mdts, uint64_t{kMinPageSize} << options.mdts, memory->page_size(),
+        10 + std::countr_zero(memory->page_size()) - 12));
   }
   PrpFetchOptions fo;
   fo.page_size = memory->page_size();

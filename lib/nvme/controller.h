@@ -37,7 +37,8 @@ inline constexpr uint32_t kMinPageSize = 4096;  // CAP.MPSMIN = 0
 
 struct ControllerOptions {
   // Maximum data transfer size as a power of two in units of the minimum page size (4 KiB):
-  // 8 means 1 MiB. 0 means no limit.
+  // 8 means 1 MiB. 1..10 with 4 KiB pages (a command's list must fit the fetch manager's
+  // 10-bit descriptor count; larger pages allow more).
   uint32_t mdts = 8;
   // C_NUM_PRPS_PER_INDX of the PRP fetch manager (each ping/pong buffer holds 2*(n-1) entries).
   uint32_t prps_per_index = 8;
@@ -74,7 +75,7 @@ class Controller {
 
   uint32_t lba_size() const { return lba_size_; }
   uint64_t lba_count() const { return lba_count_; }
-  // Largest transfer in bytes (0 = unlimited).
+  // Largest transfer in bytes.
   uint64_t max_transfer_bytes() const;
   uint32_t queue_entries() const { return options_.queue_entries; }
 

@@ -14,18 +14,18 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(const std::string& path, ui
                                                      uint64_t lba_count,
                                                      const DeviceOptions& options) {
   const uint64_t pages = options.host_memory_bytes / options.page_size;
+  if (pages * options.page_size / 2 < std::max<uint64_t>(lba_size, 2 * options.page_size)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "host memory of %u bytes is too small for %u-byte LBAs and %u-byte pages; give at least "
+        "%u bytes",
+        options.host_memory_bytes, lba_size, options.page_size,
+        2 * std::max<uint64_t>(lba_size, 2 * options.page_size)));
+  }
   auto memory = HostMemory::Create(options.page_size, pages);
   if (!memory.ok()) return memory.status();
   auto controller =
       Controller::Create(memory->get(), path, lba_size, lba_count, options.controller);
   if (!controller.ok()) return controller.status();
-  const uint64_t mdts = (*controller)->max_transfer_bytes();
-  // One command's data plus its list pages must fit in host memory.
-  if (mdts != 0 && mdts + 2 * options.page_size > (*memory)->size_bytes()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "host memory of %u bytes cannot hold one %u-byte command; raise it or lower MDTS",
-        (*memory)->size_bytes(), mdts));
-  }
   return std::unique_ptr<Device>(new Device(path, *std::move(memory), *std::move(controller)));
 }
 
@@ -38,7 +38,7 @@ Device::Device(std::string path, std::unique_ptr<HostMemory> memory,
   const uint64_t mdts = controller_->max_transfer_bytes();
   // Half the pool per command at most, so two commands can always be staged at once.
   uint64_t chunk = memory_->size_bytes() / 2;
-  if (mdts != 0) chunk = std::min(chunk, mdts);
+  chunk = std::min(chunk, mdts);
   chunk -= chunk % lba_size();
   chunk_bytes_ = std::min<uint64_t>(chunk, uint64_t{lba_size()} << 16);  // NLB is 16 bits
 }
@@ -75,8 +75,8 @@ absl::Status Device::Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t b
   NvmeStatus first_error;
   std::vector<std::unique_ptr<Pending>> chunks;
 
-  for (uint64_t done = 0; done < bytes || (bytes == 0 && done == 0); done += chunk_bytes_) {
-    if (bytes == 0) break;
+  absl::Status local_error;  // a failure before a command could be submitted
+  for (uint64_t done = 0; done < bytes; done += chunk_bytes_) {
     auto p = std::make_unique<Pending>();
     p->user = buf + done;
     p->len = std::min(chunk_bytes_, bytes - done);
@@ -84,7 +84,10 @@ absl::Status Device::Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t b
     const uint64_t data_pages = (p->len + page - 1) / page;
     const uint64_t list_pages = data_pages > 2 ? ListPageCount(page, 0, data_pages - 1) : 0;
     auto pages = memory_->AllocatePagesWait(data_pages + list_pages);
-    if (!pages.ok()) return pages.status();
+    if (!pages.ok()) {
+      local_error = pages.status();
+      break;  // commands already submitted are waited for below: they use this frame
+    }
     p->pages = *std::move(pages);
     const absl::Span<const uint64_t> all(p->pages);
     if (write) {
@@ -97,7 +100,8 @@ absl::Status Device::Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t b
         BuildPrps(*memory_, all.subspan(0, data_pages), 0, p->len, 0, all.subspan(data_pages));
     if (!prps.ok()) {
       memory_->FreePages(p->pages);
-      return prps.status();
+      local_error = prps.status();
+      break;
     }
     p->prps = *std::move(prps);
     SubmissionEntry e;
@@ -128,6 +132,7 @@ absl::Status Device::Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t b
   }
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return outstanding == 0; });
+  if (!local_error.ok()) return local_error;
   return ToAbslStatus(first_error, absl::StrFormat("%s %s LBA %u+%u", write ? "write" : "read",
                                                    path_, lba, bytes / lbs));
 }
