@@ -87,6 +87,7 @@ class Client {
     channel_ = grpc::CreateCustomChannel(g.addr, grpc::InsecureChannelCredentials(), args);
     objects_ = v1::Objects::NewStub(channel_);
     devices_ = v1::Devices::NewStub(channel_);
+    rebuilds_ = v1::Rebuilds::NewStub(channel_);
   }
 
   std::unique_ptr<grpc::ClientContext> Context() const {
@@ -110,6 +111,7 @@ class Client {
 
   v1::Objects::Stub& objects() { return *objects_; }
   v1::Devices::Stub& devices() { return *devices_; }
+  v1::Rebuilds::Stub& rebuilds() { return *rebuilds_; }
   const Globals& globals() const { return g_; }
 
  private:
@@ -117,7 +119,21 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Objects::Stub> objects_;
   std::unique_ptr<v1::Devices::Stub> devices_;
+  std::unique_ptr<v1::Rebuilds::Stub> rebuilds_;
 };
+
+const char* StateName(v1::DeviceState s) {
+  switch (s) {
+    case v1::DEVICE_STATE_ONLINE:
+      return "online";
+    case v1::DEVICE_STATE_FAILING:
+      return "failing";
+    case v1::DEVICE_STATE_FAILED:
+      return "failed";
+    default:
+      return "unknown";
+  }
+}
 
 void PrintJson(const google::protobuf::Message& m) {
   std::string out;
@@ -433,12 +449,37 @@ void DeviceList(Client& c) {
   std::printf("%-4s %-7s %11s %11s %11s %8s  %s\n", "ID", "STATE", "SIZE", "USED", "FREE", "BLOCKS",
               "PATH");
   for (const v1::DeviceInfo& d : response.devices()) {
-    std::printf("%-4u %-7s %11s %11s %11s %8llu  %s\n", d.id(),
-                d.state() == v1::DEVICE_STATE_FAILED ? "failed" : "online",
+    std::printf("%-4u %-7s %11s %11s %11s %8llu  %s\n", d.id(), StateName(d.state()),
                 FormatSize(d.size_bytes()).c_str(), FormatSize(d.used_bytes()).c_str(),
                 FormatSize(d.free_bytes()).c_str(), static_cast<unsigned long long>(d.blocks()),
                 d.path().c_str());
   }
+}
+
+void RebuildList(Client& c) {
+  v1::ListRebuildsResponse response;
+  auto context = c.Context();
+  c.Check(c.rebuilds().List(context.get(), v1::ListRebuildsRequest(), &response), "rebuild ls");
+  if (c.globals().json) return PrintJson(response);
+  std::printf("%-5s %-16s %-8s %-4s %9s %8s %10s  %s\n", "ID", "KIND", "STATE", "DEV", "OBJECTS",
+              "MOVED", "BYTES", "REASON / ERROR");
+  for (const v1::RebuildJob& j : response.jobs()) {
+    const std::string objects = absl::StrCat(j.objects_done(), "/", j.objects_total());
+    std::printf("%-5llu %-16s %-8s %-4u %9s %8llu %10s  %s\n",
+                static_cast<unsigned long long>(j.id()), j.kind().c_str(), j.state().c_str(),
+                j.device(), objects.c_str(), static_cast<unsigned long long>(j.blocks_moved()),
+                FormatSize(j.bytes_moved()).c_str(),
+                (j.error().empty() ? j.reason() : j.error()).c_str());
+  }
+}
+
+void RebuildGet(Client& c, uint64_t id) {
+  v1::GetRebuildRequest request;
+  request.set_id(id);
+  v1::RebuildJob job;
+  auto context = c.Context();
+  c.Check(c.rebuilds().Get(context.get(), request, &job), absl::StrCat("rebuild get ", id));
+  PrintJson(job);
 }
 
 void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
@@ -447,11 +488,18 @@ void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
   request.set_state(state);
   v1::SetDeviceStateResponse response;
   auto context = c.Context();
-  const char* verb = state == v1::DEVICE_STATE_FAILED ? "fail" : "online";
+  const char* verb = state == v1::DEVICE_STATE_FAILED    ? "fail"
+                     : state == v1::DEVICE_STATE_FAILING ? "evacuate"
+                                                         : "online";
   c.Check(c.devices().SetState(context.get(), request, &response),
           absl::StrCat("device ", verb, " ", id));
   if (c.globals().json) return PrintJson(response);
-  std::printf("device %u is now %s\n", id, state == v1::DEVICE_STATE_FAILED ? "failed" : "online");
+  if (state == v1::DEVICE_STATE_FAILING) {
+    std::printf(
+        "device %u: evacuation queued (see ecctl rebuild ls); it becomes failed when empty\n", id);
+    return;
+  }
+  std::printf("device %u is now %s\n", id, StateName(response.device().state()));
 }
 
 int Main(int argc, char** argv) {
@@ -509,6 +557,16 @@ int Main(int argc, char** argv) {
   dev_fail->add_option("DEV", device, "Device id")->required();
   auto* dev_online = dev->add_subcommand("online", "Put a device back in service");
   dev_online->add_option("DEV", device, "Device id")->required();
+  auto* dev_evacuate =
+      dev->add_subcommand("evacuate", "Move every block off a device, then take it out of service");
+  dev_evacuate->add_option("DEV", device, "Device id")->required();
+
+  uint64_t job_id = 0;
+  auto* rebuild = app.add_subcommand("rebuild", "Proactive rebuild jobs");
+  rebuild->require_subcommand(1);
+  auto* rebuild_ls = rebuild->add_subcommand("ls", "List rebuild jobs, running and queued first");
+  auto* rebuild_get = rebuild->add_subcommand("get", "Show one rebuild job as JSON");
+  rebuild_get->add_option("ID", job_id, "Job id")->required();
 
   try {
     app.parse(argc, argv);
@@ -542,6 +600,12 @@ int Main(int argc, char** argv) {
       DeviceSet(c, device, v1::DEVICE_STATE_FAILED);
     } else if (dev_online->parsed()) {
       DeviceSet(c, device, v1::DEVICE_STATE_ONLINE);
+    } else if (dev_evacuate->parsed()) {
+      DeviceSet(c, device, v1::DEVICE_STATE_FAILING);
+    } else if (rebuild_ls->parsed()) {
+      RebuildList(c);
+    } else if (rebuild_get->parsed()) {
+      RebuildGet(c, job_id);
     }
   } catch (const Failure& f) {
     std::fflush(stdout);

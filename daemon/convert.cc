@@ -21,7 +21,15 @@ ec::MatrixType FromProto(v1::MatrixType type) {
 }
 
 v1::DeviceState ToProto(store::DeviceState state) {
-  return state == store::DeviceState::kFailed ? v1::DEVICE_STATE_FAILED : v1::DEVICE_STATE_ONLINE;
+  switch (state) {
+    case store::DeviceState::kOnline:
+      return v1::DEVICE_STATE_ONLINE;
+    case store::DeviceState::kFailing:
+      return v1::DEVICE_STATE_FAILING;
+    case store::DeviceState::kFailed:
+      return v1::DEVICE_STATE_FAILED;
+  }
+  return v1::DEVICE_STATE_UNSPECIFIED;
 }
 
 void ToProto(const store::ObjectRecord& o, v1::ObjectInfo* out) {

@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/services.h"
+#include "lib/store/rebuild_scheduler.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
 #include "lib/util/size.h"
@@ -40,6 +41,7 @@ struct Flags {
   std::string nvme_page_size = "4K";
   uint32_t nvme_mdts = 8;
   bool nvme_direct = true;
+  std::string rebuild_rate = "0";
 };
 
 int Fail(const std::string& message) {
@@ -90,6 +92,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--nvme-direct", f.nvme_direct,
                  "Open namespaces with O_DIRECT where the file system supports it")
+      ->capture_default_str();
+  app.add_option("--rebuild-rate", f.rebuild_rate,
+                 "Bandwidth limit of proactive rebuild jobs in bytes/s (e.g. 200M); 0 = none")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -147,6 +152,11 @@ int Main(int argc, char** argv) {
     return Fail("--nvme-host-memory must hold at least 4 pages");
   }
 
+  ecd::store::RebuildSchedulerOptions rebuild_options;
+  absl::StatusOr<uint64_t> rate = ecd::ParseSize(f.rebuild_rate);
+  if (!rate.ok()) return Fail(absl::StrCat("--rebuild-rate: ", rate.status().message()));
+  rebuild_options.rate_bytes_per_sec = *rate;
+
   // Signals are taken by one thread with sigwait; block them before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
@@ -162,7 +172,10 @@ int Main(int argc, char** argv) {
   }
 
   ecd::daemon::ObjectsService objects(store->get());
-  ecd::daemon::DevicesService devices(store->get());
+  ecd::store::RebuildScheduler rebuilds(store->get(), rebuild_options);
+  rebuilds.ResumeEvacuations();
+  ecd::daemon::DevicesService devices(store->get(), &rebuilds);
+  ecd::daemon::RebuildsService rebuild_service(&rebuilds);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -175,6 +188,7 @@ int Main(int argc, char** argv) {
   builder.SetMaxReceiveMessageSize(16 << 20);
   builder.RegisterService(&objects);
   builder.RegisterService(&devices);
+  builder.RegisterService(&rebuild_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     ecd::Log(ecd::LogLevel::kError, "cannot listen on %s%s%s (is another ecd running?)", f.listen,

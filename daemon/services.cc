@@ -210,13 +210,80 @@ grpc::Status DevicesService::SetState(grpc::ServerContext* context,
     case v1::DEVICE_STATE_FAILED:
       state = store::DeviceState::kFailed;
       break;
+    case v1::DEVICE_STATE_FAILING: {
+      // Evacuation: the job marks the device failing, moves its blocks, then fails it.
+      absl::StatusOr<std::vector<store::DeviceStatus>> all = store_->ListDevices();
+      if (!all.ok()) return ToGrpc(all.status());
+      if (request->id() >= all->size()) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            absl::StrCat("device ", request->id(), " not found (ecctl device ls)"));
+      }
+      if ((*all)[request->id()].record.state != store::DeviceState::kOnline) {
+        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                            absl::StrCat("device ", request->id(),
+                                         " is not online; only an online device can be evacuated"));
+      }
+      store::RebuildSpec spec;
+      spec.kind = store::RebuildKind::kEvacuateDevice;
+      spec.device = request->id();
+      spec.reason = "operator asked to evacuate the device";
+      rebuilds_->Submit(std::move(spec));
+      ToProto((*all)[request->id()], response->mutable_device());
+      response->mutable_device()->set_state(v1::DEVICE_STATE_FAILING);
+      return grpc::Status::OK;
+    }
     default:
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "device state must be ONLINE or FAILED");
+                          "device state must be ONLINE, FAILING (evacuate) or FAILED");
   }
   absl::StatusOr<store::DeviceStatus> device = store_->SetDeviceState(request->id(), state);
   if (!device.ok()) return ToGrpc(device.status());
   ToProto(*device, response->mutable_device());
+  return grpc::Status::OK;
+}
+
+namespace {
+
+void ToProto(const store::RebuildJob& j, v1::RebuildJob* out) {
+  out->set_id(j.id);
+  out->set_kind(store::RebuildKindName(j.spec.kind));
+  out->set_state(store::RebuildStateName(j.state));
+  out->set_priority(j.priority);
+  out->set_device(j.spec.device);
+  out->set_first_lba(j.spec.first_lba);
+  out->set_lba_count(j.spec.lba_count);
+  out->set_object(j.spec.object);
+  out->set_reason(j.spec.reason);
+  auto ms = [](absl::Time t) { return t == absl::Time() ? 0 : absl::ToUnixMillis(t); };
+  out->set_created_unix_ms(ms(j.created));
+  out->set_started_unix_ms(ms(j.started));
+  out->set_finished_unix_ms(ms(j.finished));
+  out->set_objects_total(j.objects_total);
+  out->set_objects_done(j.objects_done);
+  out->set_blocks_checked(j.blocks_checked);
+  out->set_blocks_moved(j.blocks_moved);
+  out->set_bytes_moved(j.bytes_moved);
+  out->set_error(j.error);
+}
+
+}  // namespace
+
+grpc::Status RebuildsService::List(grpc::ServerContext* context,
+                                   const v1::ListRebuildsRequest* request,
+                                   v1::ListRebuildsResponse* response) {
+  for (const store::RebuildJob& j : rebuilds_->List()) ToProto(j, response->add_jobs());
+  return grpc::Status::OK;
+}
+
+grpc::Status RebuildsService::Get(grpc::ServerContext* context,
+                                  const v1::GetRebuildRequest* request, v1::RebuildJob* response) {
+  std::optional<store::RebuildJob> j = rebuilds_->Get(request->id());
+  if (!j) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("rebuild job ", request->id(),
+                                     " not found; `ecctl rebuild ls` lists the known jobs"));
+  }
+  ToProto(*j, response);
   return grpc::Status::OK;
 }
 

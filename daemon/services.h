@@ -4,6 +4,7 @@
 #define ECD_DAEMON_SERVICES_H_
 
 #include "ecd/v1/ecd.grpc.pb.h"
+#include "lib/store/rebuild_scheduler.h"
 #include "lib/store/store.h"
 
 namespace ecd::daemon {
@@ -34,7 +35,9 @@ class ObjectsService final : public v1::Objects::Service {
 
 class DevicesService final : public v1::Devices::Service {
  public:
-  explicit DevicesService(store::Store* store) : store_(store) {}
+  // Both must outlive the service.
+  DevicesService(store::Store* store, store::RebuildScheduler* rebuilds)
+      : store_(store), rebuilds_(rebuilds) {}
 
   grpc::Status List(grpc::ServerContext* context, const v1::ListDevicesRequest* request,
                     v1::ListDevicesResponse* response) override;
@@ -43,6 +46,20 @@ class DevicesService final : public v1::Devices::Service {
 
  private:
   store::Store* const store_;
+  store::RebuildScheduler* const rebuilds_;
+};
+
+class RebuildsService final : public v1::Rebuilds::Service {
+ public:
+  explicit RebuildsService(store::RebuildScheduler* rebuilds) : rebuilds_(rebuilds) {}
+
+  grpc::Status List(grpc::ServerContext* context, const v1::ListRebuildsRequest* request,
+                    v1::ListRebuildsResponse* response) override;
+  grpc::Status Get(grpc::ServerContext* context, const v1::GetRebuildRequest* request,
+                   v1::RebuildJob* response) override;
+
+ private:
+  store::RebuildScheduler* const rebuilds_;
 };
 
 }  // namespace ecd::daemon

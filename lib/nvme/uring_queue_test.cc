@@ -27,7 +27,7 @@
 namespace ecd::nvme {
 namespace {
 
-constexpr uint32_t kBlock = 4096;
+constexpr uint64_t kBlock = 4096;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kFileBytes = 64 * kMiB;
 
@@ -128,8 +128,9 @@ int32_t RunOne(UringQueue& q, const IoOp& op) {
   return by_tag.count(op.tag) != 0 ? by_tag[op.tag] : -9999;
 }
 
-IoOp Rw(IoOp::Kind kind, uint64_t offset, uint8_t* buf, uint32_t len, uint64_t tag) {
-  return IoOp{kind, offset, buf, len, tag};
+// REQUIRES: len fits in IoOp::len.
+IoOp Rw(IoOp::Kind kind, uint64_t offset, uint8_t* buf, uint64_t len, uint64_t tag) {
+  return IoOp{kind, offset, buf, static_cast<uint32_t>(len), tag};
 }
 
 class UringQueueTest : public ::testing::TestWithParam<bool> {
@@ -193,8 +194,8 @@ TEST_P(UringQueueTest, ReportsWhetherDirectIoWasUsed) {
 TEST_P(UringQueueTest, RandomIoReadsBackExactlyAcrossManyRingWraps) {
   constexpr uint32_t kDepth = 8;
   constexpr size_t kBuffers = 4;
-  constexpr uint32_t kMaxLen = 16 * kBlock;
-  constexpr size_t kMaxBatch = 3 * kDepth;
+  constexpr uint64_t kMaxLen = 16 * kBlock;
+  constexpr size_t kMaxBatch = size_t{3} * kDepth;
   Arena arena(kBuffers * kMiB);
   const std::vector<iovec> buffers = arena.Split(kBuffers);
   auto q = UringQueue::Open(path_, buffers, Options(kDepth));
@@ -215,8 +216,8 @@ TEST_P(UringQueueTest, RandomIoReadsBackExactlyAcrossManyRingWraps) {
     const uint64_t shift = std::uniform_int_distribution<uint64_t>(0, shift_blocks)(rng) * kBlock;
     std::vector<IoOp> ops;
     for (size_t k = 0; k < n; ++k) {
-      const uint32_t len =
-          std::uniform_int_distribution<uint32_t>(1, kMaxLen / kBlock)(rng) * kBlock;
+      const uint64_t len =
+          std::uniform_int_distribution<uint64_t>(1, kMaxLen / kBlock)(rng) * kBlock;
       uint64_t offset;
       bool overlaps;
       do {
@@ -275,7 +276,7 @@ TEST_P(UringQueueTest, RandomIoReadsBackExactlyAcrossManyRingWraps) {
 // A buffer outside the registered set, and one straddling two registered buffers, go through
 // plain READ/WRITE and move the same bytes as fixed ops.
 TEST_P(UringQueueTest, PlainAndFixedBuffersMoveTheSameBytes) {
-  constexpr uint32_t kLen = 64 * 1024;
+  constexpr uint64_t kLen = uint64_t{64} * 1024;
   constexpr auto kLenRes = static_cast<int32_t>(kLen);
   Arena registered(2 * kLen);  // Two adjacent 64 KiB buffers.
   Arena outside(2 * kLen);
@@ -324,7 +325,7 @@ TEST_P(UringQueueTest, PlainAndFixedBuffersMoveTheSameBytes) {
 // File-backed shared memory cannot be pinned long-term on current kernels: Open still succeeds
 // and every op uses plain READ/WRITE.
 TEST_P(UringQueueTest, BufferRegistrationFailureFallsBackToPlainIo) {
-  constexpr uint32_t kLen = 8 * kBlock;
+  constexpr uint64_t kLen = 8 * kBlock;
   const std::string backing = dir_.path() + "/backing";
   ASSERT_TRUE(MakeFile(backing, kLen));
   int bfd = ::open(backing.c_str(), O_RDWR | O_CLOEXEC);

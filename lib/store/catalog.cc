@@ -3,8 +3,10 @@
 
 #include <sqlite3.h>
 
+#include <cstring>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace ecd::store {
@@ -179,7 +181,15 @@ constexpr const char* kBlockColumns = "stripe, idx, device_id, lba, lba_count, c
 }  // namespace
 
 const char* DeviceStateName(DeviceState state) {
-  return state == DeviceState::kFailed ? "failed" : "online";
+  switch (state) {
+    case DeviceState::kOnline:
+      return "online";
+    case DeviceState::kFailing:
+      return "failing";
+    case DeviceState::kFailed:
+      return "failed";
+  }
+  return "online";
 }
 
 absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
@@ -243,6 +253,18 @@ absl::StatusOr<std::vector<DeviceRecord>> Catalog::ListDevices() {
     d.state = s.Text(4) == "failed" ? DeviceState::kFailed : DeviceState::kOnline;
     out.push_back(std::move(d));
   }
+  Statement failing(db_, "SELECT key FROM meta WHERE key LIKE 'device_failing/%'");
+  for (;;) {
+    absl::StatusOr<bool> row = failing.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    uint32_t id = 0;
+    if (absl::SimpleAtoi(failing.Text(0).substr(strlen("device_failing/")), &id)) {
+      for (DeviceRecord& d : out) {
+        if (d.id == id && d.state == DeviceState::kOnline) d.state = DeviceState::kFailing;
+      }
+    }
+  }
   return out;
 }
 
@@ -257,13 +279,28 @@ absl::Status Catalog::AddDevice(const DeviceRecord& d) {
 
 absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
   std::lock_guard lock(mu_);
+  // The devices table's CHECK allows 'online' and 'failed' only (schema version 1), so a failing
+  // device is stored as online plus a meta row "device_failing/<id>"; one transaction keeps the
+  // two in step. See docs/catalog.md.
+  Transaction txn(db_);
+  if (!txn.status().ok()) return txn.status();
   Statement s(db_, "UPDATE devices SET state = ? WHERE id = ?");
-  s.Bind(1, DeviceStateName(state)).Bind(2, id);
+  s.Bind(1, state == DeviceState::kFailed ? "failed" : "online").Bind(2, id);
   if (absl::Status st = s.Run(); !st.ok()) return st;
   if (sqlite3_changes(db_) == 0) {
     return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
   }
-  return absl::OkStatus();
+  const std::string key = absl::StrCat("device_failing/", id);
+  if (state == DeviceState::kFailing) {
+    Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')");
+    put.Bind(1, key);
+    if (absl::Status st = put.Run(); !st.ok()) return st;
+  } else {
+    Statement del(db_, "DELETE FROM meta WHERE key = ?");
+    del.Bind(1, key);
+    if (absl::Status st = del.Run(); !st.ok()) return st;
+  }
+  return txn.Commit();
 }
 
 absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
@@ -404,6 +441,25 @@ absl::Status Catalog::ForEachBlockOf(int64_t object_id,
     if (!row.ok()) return row.status();
     if (!*row) return absl::OkStatus();
     fn(ReadBlock(s));
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> Catalog::ObjectsOnDevice(uint32_t device,
+                                                                  uint64_t first_lba,
+                                                                  uint64_t lba_count) {
+  std::lock_guard lock(mu_);
+  const int64_t end = lba_count == 0 ? INT64_MAX : static_cast<int64_t>(first_lba + lba_count);
+  Statement s(db_,
+              "SELECT DISTINCT o.name FROM blocks b JOIN objects o ON o.id = b.object_id "
+              "WHERE o.state = 'committed' AND b.device_id = ? AND b.lba < ? "
+              "AND b.lba + b.lba_count > ? ORDER BY o.name");
+  s.Bind(1, device).Bind(2, end).Bind(3, static_cast<int64_t>(first_lba));
+  std::vector<std::string> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    out.push_back(s.Text(0));
   }
 }
 

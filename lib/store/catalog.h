@@ -27,7 +27,9 @@ struct sqlite3;
 
 namespace ecd::store {
 
-enum class DeviceState { kOnline, kFailed };
+// kFailing: readable but takes no new blocks while its blocks are moved elsewhere (after a CXL
+// report that it needs replacing); it becomes kFailed once empty.
+enum class DeviceState { kOnline, kFailing, kFailed };
 
 const char* DeviceStateName(DeviceState state);
 
@@ -96,6 +98,10 @@ class Catalog {
   absl::Status ForEachBlock(const std::function<void(const BlockRecord&)>& fn);
   // Calls `fn` for every block of one object.
   absl::Status ForEachBlockOf(int64_t object_id, const std::function<void(const BlockRecord&)>& fn);
+  // Names of committed objects with a block on `device` whose extent overlaps
+  // [first_lba, first_lba + lba_count); lba_count 0 means the whole device. Sorted by name.
+  absl::StatusOr<std::vector<std::string>> ObjectsOnDevice(uint32_t device, uint64_t first_lba,
+                                                           uint64_t lba_count);
   // Number of blocks stored on each device id.
   absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> BlockCountsByDevice();
 

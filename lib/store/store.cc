@@ -295,13 +295,13 @@ std::shared_ptr<Namespace> Store::NamespaceOf(uint32_t id, bool online_only) {
   std::lock_guard lock(mu_);
   if (id >= devices_.size()) return nullptr;
   const Device& d = *devices_[id];
-  if (online_only && d.record.state != DeviceState::kOnline) return nullptr;
+  if (online_only && d.record.state == DeviceState::kFailed) return nullptr;
   return d.ns;
 }
 
 bool Store::DeviceOnline(uint32_t id) {
   std::lock_guard lock(mu_);
-  return id < devices_.size() && devices_[id]->record.state == DeviceState::kOnline &&
+  return id < devices_.size() && devices_[id]->record.state != DeviceState::kFailed &&
          devices_[id]->ns != nullptr;
 }
 
@@ -774,7 +774,8 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
 }
 
 absl::StatusOr<RecoverProgress> Store::Recover(
-    absl::string_view name, const std::function<void(const RecoverProgress&)>& progress) {
+    absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
+    const RecoverOptions& options) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
   if (!found.ok()) return found.status();
@@ -808,11 +809,13 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
       std::vector<int> available;
       std::vector<int> bad;
+      std::vector<int> evicted;  // good blocks that must move off their device anyway
       for (int i = 0; i < width; ++i) {
         const BlockRecord* b = by_index[i];
         ++p.blocks_checked;
         if (b != nullptr && ReadBlock(object, *b, buffer.block(i))) {
           available.push_back(i);
+          if (options.evict && options.evict(*b)) evicted.push_back(i);
           if (b->corrupt) {  // It reads back good now (a transient error): trust it again.
             (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
           }
@@ -820,24 +823,30 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           bad.push_back(i);
         }
       }
-      if (bad.empty()) continue;
-      if (static_cast<int>(available.size()) < m) {
-        ++lost_stripes;
-        continue;
+      if (bad.empty() && evicted.empty()) continue;
+      if (!bad.empty()) {
+        if (static_cast<int>(available.size()) < m) {
+          ++lost_stripes;
+          continue;
+        }
+        std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
+        if (absl::Status s =
+                engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, bad}).get();
+            !s.ok()) {
+          return abandon(s);
+        }
       }
-      std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-      if (absl::Status s =
-              engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, bad}).get();
-          !s.ok()) {
-        return abandon(s);
-      }
+      // Rebuilt blocks and evicted ones (whose bytes passed their checksum) both get new homes.
+      std::vector<int> moves = bad;
+      moves.insert(moves.end(), evicted.begin(), evicted.end());
       // Devices holding a block of this stripe (good or bad, one count per block): a rebuilt
       // block may only go to a device that holds no other block of the stripe.
       std::map<uint32_t, int> occupied;
       for (const BlockRecord* b : by_index) {
         if (b != nullptr) ++occupied[b->device];
       }
-      for (int i : bad) {
+      for (int i : moves) {
+        const bool forced = std::find(evicted.begin(), evicted.end(), i) != evicted.end();
         if (by_index[i] == nullptr) {
           return abandon(absl::InternalError(
               absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));
@@ -861,7 +870,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           // Prefer the block's own device (copy-on-write), else the emptiest eligible one.
           std::vector<Device*> candidates;
           Device& own = *devices_[old.device];
-          if (eligible(own)) candidates.push_back(&own);
+          if (!forced && eligible(own)) candidates.push_back(&own);
           std::vector<Device*> others;
           for (auto& d : devices_) {
             if (d->record.id != old.device && eligible(*d)) others.push_back(d.get());
@@ -897,6 +906,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         touched[fresh.device] = true;
         superseded.push_back(old);
         ++p.blocks_rebuilt;
+        if (forced) ++p.blocks_relocated;
         p.bytes_rebuilt += object.block_size;
       }
     }
@@ -950,6 +960,14 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
   }
   Device& d = *devices_[id];
   std::lock_guard transition(state_mu_);  // One state change at a time.
+  if (state == DeviceState::kFailing) {
+    std::lock_guard lock(mu_);
+    if (d.record.state != DeviceState::kOnline || d.ns == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device ", id, " is ", DeviceStateName(d.record.state),
+                       "; only an online device can be marked failing (to be evacuated)"));
+    }
+  }
   if (state == DeviceState::kOnline) {
     bool reopen;
     {

@@ -104,6 +104,14 @@ struct RecoverProgress {
   uint64_t blocks_checked = 0;
   uint64_t blocks_rebuilt = 0;
   uint64_t bytes_rebuilt = 0;
+  uint64_t blocks_relocated = 0;  // of blocks_rebuilt: good blocks moved because of `evict`
+};
+
+struct RecoverOptions {
+  // Blocks for which this returns true are moved to another device even when they read back
+  // good (their bytes are checked against the stored CRC first); used to evacuate a failing
+  // device or a media range a device reported bad. Called with the store's locks not held.
+  std::function<bool(const BlockRecord&)> evict;
 };
 
 struct DeviceStatus {
@@ -153,7 +161,16 @@ class Store {
   // after each batch of stripes. DataLoss if some stripe has fewer than M good blocks (the others
   // are still repaired).
   absl::StatusOr<RecoverProgress> Recover(
-      absl::string_view name, const std::function<void(const RecoverProgress&)>& progress);
+      absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
+      const RecoverOptions& options = {});
+
+  // Names of objects with a block on `device` overlapping [first_lba, first_lba + lba_count)
+  // (lba_count 0: anywhere on the device).
+  absl::StatusOr<std::vector<std::string>> ObjectsOnDevice(uint32_t device, uint64_t first_lba,
+                                                           uint64_t lba_count) {
+    return catalog_->ObjectsOnDevice(device, first_lba, lba_count);
+  }
+  uint32_t lba_size() const { return options_.lba_size; }
 
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);

@@ -111,6 +111,25 @@ free_now=$(ecctl --json device ls | json 'sum(int(x["free_bytes"]) for x in d["d
 echo "   acknowledged bytes intact, no space leaked"
 ecctl rm acked
 
+step "evacuate a device: its blocks move off, reads stay byte-exact, then it is failed"
+ecctl device evacuate 7
+for _ in $(seq 1 200); do
+  state=$(ecctl --json rebuild ls | json 'd["jobs"][0]["state"]')
+  [ "$state" = done ] && break
+  [ "$state" = failed ] && fail "evacuation failed: $(ecctl --json rebuild ls)"
+  sleep 0.1
+done
+[ "$state" = done ] || fail "evacuation did not finish: $(ecctl --json rebuild ls)"
+ecctl rebuild ls
+[ "$(ecctl --json device ls | json 'd["devices"][7]["state"]')" = DEVICE_STATE_FAILED ] || fail "device 7 not failed"
+[ "$(ecctl --json device ls | json 'd["devices"][7]["blocks"]')" = 0 ] || fail "device 7 still holds blocks"
+ecctl --json stat big --verify | json 'd["object"]["degraded_stripes"]' | grep -qx 0 || fail "big degraded after evacuation"
+ecctl read big -o "$WORK/big.evac"
+cmp "$WORK/big.bin" "$WORK/big.evac" || fail "big differs after evacuation"
+expect_error NOT_FOUND ecctl rebuild get 999
+expect_error FAILED_PRECONDITION ecctl device evacuate 7
+ecctl device online 7
+
 step "K+1 lost blocks: DATA_LOSS, never wrong bytes"
 head -c $((3 << 20)) /dev/urandom >"$WORK/fragile.bin"
 ecctl encode "$WORK/fragile.bin" --name fragile --data 2 --parity 1 --block-size 1M

@@ -1,0 +1,57 @@
+// Helpers shared by the store's tests: byte sources and sinks over vectors, random data.
+#ifndef ECD_LIB_STORE_STORE_TEST_UTIL_H_
+#define ECD_LIB_STORE_STORE_TEST_UTIL_H_
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "lib/store/store.h"
+
+namespace ecd::store {
+
+class VectorSource : public ByteSource {
+ public:
+  explicit VectorSource(const std::vector<uint8_t>& data, size_t chunk = 7777, size_t fail_at = 0)
+      : data_(data), chunk_(chunk), fail_at_(fail_at) {}
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    if (fail_at_ != 0 && at_ >= fail_at_) return absl::CancelledError("client went away");
+    const size_t n = std::min({buffer.size(), chunk_, data_.size() - at_});
+    std::copy_n(data_.begin() + static_cast<long>(at_), n, buffer.begin());
+    at_ += n;
+    return n;
+  }
+
+ private:
+  const std::vector<uint8_t>& data_;
+  const size_t chunk_;
+  const size_t fail_at_;
+  size_t at_ = 0;
+};
+
+class VectorSink : public ByteSink {
+ public:
+  absl::Status Start(uint64_t size) override {
+    size_ = size;
+    return absl::OkStatus();
+  }
+  absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
+    bytes.insert(bytes.end(), data.begin(), data.end());
+    this->reconstructed += reconstructed;
+    return absl::OkStatus();
+  }
+  std::vector<uint8_t> bytes;
+  uint32_t reconstructed = 0;
+  uint64_t size_ = 0;
+};
+
+inline std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_STORE_TEST_UTIL_H_
