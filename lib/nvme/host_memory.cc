@@ -54,34 +54,32 @@ uint64_t HostMemory::free_pages() const {
   return free_pages_;
 }
 
+void HostMemory::TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, uint64_t n,
+                                   std::vector<uint64_t>* out) {
+  const uint64_t first = run->first;
+  const uint64_t left = run->second - n;
+  free_runs_.erase(run);
+  if (left > 0) free_runs_[first + n] = left;
+  for (uint64_t i = 0; i < n; ++i) out->push_back(base_address() + (first + i) * page_size_);
+  free_pages_ -= n;
+}
+
 bool HostMemory::TakeLocked(uint64_t n, std::vector<uint64_t>* out) {
   if (n > free_pages_) return false;
   out->clear();
   out->reserve(n);
   // First fit for one contiguous run.
   for (auto it = free_runs_.begin(); it != free_runs_.end(); ++it) {
-    if (it->second < n) continue;
-    const uint64_t first = it->first;
-    const uint64_t left = it->second - n;
-    free_runs_.erase(it);
-    if (left > 0) free_runs_[first + n] = left;
-    for (uint64_t i = 0; i < n; ++i) out->push_back(base_address() + (first + i) * page_size_);
-    free_pages_ -= n;
-    return true;
+    if (it->second >= n) {
+      TakeFromRunLocked(it, n, out);
+      return true;
+    }
   }
   // Fragmented: gather from the front runs.
-  uint64_t need = n;
-  while (need > 0) {
+  while (out->size() < n) {
     auto it = free_runs_.begin();
-    const uint64_t take = std::min(need, it->second);
-    const uint64_t first = it->first;
-    const uint64_t left = it->second - take;
-    free_runs_.erase(it);
-    if (left > 0) free_runs_[first + take] = left;
-    for (uint64_t i = 0; i < take; ++i) out->push_back(base_address() + (first + i) * page_size_);
-    need -= take;
+    TakeFromRunLocked(it, std::min<uint64_t>(n - out->size(), it->second), out);
   }
-  free_pages_ -= n;
   return true;
 }
 

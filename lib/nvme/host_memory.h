@@ -69,6 +69,9 @@ class HostMemory {
   HostMemory(uint8_t* mapping, uint64_t mapped_bytes, uint8_t* base, uint32_t page_size,
              uint64_t page_count);
   bool TakeLocked(uint64_t n, std::vector<uint64_t>* out);
+  // Takes the first n pages of a free run. REQUIRES: mu_ held, n <= run length.
+  void TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, uint64_t n,
+                         std::vector<uint64_t>* out);
 
   uint8_t* const mapping_;  // what mmap returned
   const uint64_t mapped_bytes_;

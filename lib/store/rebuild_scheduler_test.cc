@@ -14,28 +14,8 @@
 namespace ecd::store {
 namespace {
 
-class RebuildTest : public ::testing::Test {
+class RebuildTest : public TempStoreTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("rebuild_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    Open();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Open() {
-    store_.reset();
-    StoreOptions o;
-    o.data_dir = dir_.string();
-    o.device_count = 8;
-    o.device_size = 16 << 20;
-    o.default_block_size = 4096;
-    store_ = *Store::Open(o);
-  }
   void Put(const std::string& name, const std::vector<uint8_t>& data) {
     EncodeParams p;
     p.name = name;
@@ -68,8 +48,6 @@ class RebuildTest : public ::testing::Test {
   }
   DeviceStatus Device(uint32_t id) { return (*store_->ListDevices())[id]; }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<Store> store_;
   std::map<std::string, std::vector<uint8_t>> model_;
 };
 

@@ -15,30 +15,8 @@
 namespace ecd::store {
 namespace {
 
-class StoreTest : public ::testing::Test {
+class StoreTest : public TempStoreTest {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("store_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    Open();
-  }
-  void TearDown() override {
-    store_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Open() {
-    store_.reset();
-    StoreOptions o;
-    o.data_dir = dir_.string();
-    o.device_count = 8;
-    o.device_size = 16 << 20;
-    o.default_block_size = 4096;
-    auto s = Store::Open(o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = std::move(*s);
-  }
   absl::StatusOr<ObjectRecord> Put(const std::string& name, const std::vector<uint8_t>& data,
                                    uint32_t m = 4, uint32_t k = 2, uint64_t bs = 4096,
                                    ec::MatrixType type = ec::MatrixType::kCauchy) {
@@ -91,9 +69,6 @@ class StoreTest : public ::testing::Test {
     for (const auto& x : *d) f += x.free_bytes;
     return f;
   }
-
-  std::filesystem::path dir_;
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(StoreTest, RoundTripsEverySizeAndRange) {

@@ -2,8 +2,14 @@
 #ifndef ECD_LIB_STORE_STORE_TEST_UTIL_H_
 #define ECD_LIB_STORE_STORE_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "lib/store/store.h"
@@ -51,6 +57,37 @@ inline std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   for (auto& b : v) b = static_cast<uint8_t>(rng());
   return v;
 }
+
+// A fresh store of 8 devices of 16 MiB with 4 KiB blocks in a temporary directory per test.
+class TempStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("ecd_store_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    Open();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  // (Re)opens the store, as a restart does.
+  void Open() {
+    store_.reset();
+    StoreOptions o;
+    o.data_dir = dir_.string();
+    o.device_count = 8;
+    o.device_size = 16 << 20;
+    o.default_block_size = 4096;
+    auto s = Store::Open(o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    store_ = std::move(*s);
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+};
 
 }  // namespace ecd::store
 
