@@ -1,14 +1,16 @@
 // Argument checks shared by every EC operation: block counts, equal lengths, the block-size
-// rule, and buffers that do not overlap. Internal to lib/ec.
+// rule, buffers that do not overlap, and block index lists. Internal to lib/ec.
 #ifndef ECD_LIB_EC_BLOCK_CHECKS_H_
 #define ECD_LIB_EC_BLOCK_CHECKS_H_
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "lib/ec/matrix.h"
 
 namespace ecd::ec::internal {
@@ -32,13 +34,34 @@ absl::Status CheckBlocks(const Span& blocks, size_t count, const char* what, siz
   return ValidateBlockSize(*length);
 }
 
-// Returns InvalidArgument if any two of the [begin, begin+len) ranges overlap.
-inline absl::Status CheckDisjoint(std::vector<const uint8_t*> starts, size_t len) {
+// Returns InvalidArgument if any two of the [start, start + len) ranges overlap. Sorts `starts`
+// in place (callers pass scratch arrays, so the check allocates nothing).
+inline absl::Status CheckDisjoint(absl::Span<const uint8_t*> starts, size_t len) {
   std::sort(starts.begin(), starts.end());
   for (size_t i = 1; i < starts.size(); ++i) {
     if (starts[i] < starts[i - 1] + len) {
       return absl::InvalidArgumentError("block buffers overlap; give each block its own memory");
     }
+  }
+  return absl::OkStatus();
+}
+
+// Adds the block `indices` to *mask. InvalidArgument naming the first index outside 0..limit-1
+// or already in *mask ("<what> block index 7 is out of range 0..5", "... is listed twice").
+template <typename Index>
+absl::Status AddBlockIndices(absl::Span<const Index> indices, int limit, const char* what,
+                             BlockMask* mask) {
+  for (Index i : indices) {
+    bool out_of_range = i >= static_cast<Index>(limit);
+    if constexpr (std::is_signed_v<Index>) out_of_range |= i < 0;
+    if (out_of_range) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " block index ", i, " is out of range 0..", limit - 1));
+    }
+    if ((*mask)[i]) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " block index ", i, " is listed twice"));
+    }
+    mask->set(i);
   }
   return absl::OkStatus();
 }

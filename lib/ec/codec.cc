@@ -5,6 +5,7 @@
 #include <isa-l/erasure_code.h>
 
 #include <algorithm>
+#include <array>
 #include <list>
 #include <map>
 #include <mutex>
@@ -18,6 +19,7 @@
 namespace ecd::ec {
 namespace {
 
+using internal::AddBlockIndices;
 using internal::CheckBlocks;
 using internal::CheckDisjoint;
 
@@ -41,17 +43,23 @@ absl::Status CachedVandermondeCheck(const std::vector<uint8_t>& coding, int data
   return s;
 }
 
-std::string Join(const std::vector<int>& v) {
-  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
-}
-
 }  // namespace
 
-// Decode tables for one (survivors, wanted) pattern, in a small LRU.
+// The recover matrix of one (available, wanted) pattern and its ISA-L tables.
+struct Codec::Decoder {
+  RecoverMatrix matrix;
+  std::vector<uint8_t> tables;  // ec_init_tables of matrix.coefficients.
+};
+
+// Decoders by erasure pattern, in a small LRU. A hit costs one lock and two mask compares.
 struct Codec::DecodeCache {
-  using Key = std::pair<std::vector<int>, std::vector<int>>;
+  struct Entry {
+    BlockMask available;
+    BlockMask wanted;
+    std::shared_ptr<const Decoder> decoder;
+  };
   std::mutex mu;
-  std::list<std::pair<Key, std::shared_ptr<const std::vector<uint8_t>>>> entries;  // MRU first.
+  std::list<Entry> entries;  // MRU first.
 };
 
 Codec::Codec(MatrixType type, int data, int parity, std::vector<uint8_t> coding)
@@ -118,25 +126,29 @@ absl::Status Codec::Update(absl::Span<const int> changed,
   }
   bool in_place = true;
   for (int j = 0; j < parity_; ++j) in_place &= old_parity[j].data() == new_parity[j].data();
-  std::vector<const uint8_t*> starts;
+  std::array<const uint8_t*, 2 * (kMaxDataBlocks + kMaxParityBlocks)> starts;
+  size_t count = 0;
   for (size_t x = 0; x < n; ++x) {
-    starts.push_back(old_data[x].data());
-    starts.push_back(new_data[x].data());
+    starts[count++] = old_data[x].data();
+    starts[count++] = new_data[x].data();
   }
   for (int j = 0; j < parity_; ++j) {
-    starts.push_back(new_parity[j].data());
-    if (!in_place) starts.push_back(old_parity[j].data());
+    starts[count++] = new_parity[j].data();
+    if (!in_place) starts[count++] = old_parity[j].data();
   }
-  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
+  if (absl::Status s = CheckDisjoint(absl::MakeSpan(starts.data(), count), len); !s.ok()) {
+    return s;
+  }
 
-  // Tables for the K x n submatrix of the changed columns; accumulate each delta into parity.
-  std::vector<uint8_t> sub(static_cast<size_t>(parity_) * n);
-  for (int j = 0; j < parity_; ++j) {
-    for (size_t x = 0; x < n; ++x) sub[j * n + x] = coding_[j * data_ + changed[x]];
-  }
+  // Tables for the K x n update matrix; accumulate each delta into parity.
+  std::array<uint32_t, kMaxDataBlocks> columns;
+  std::copy(changed.begin(), changed.end(), columns.begin());
+  absl::StatusOr<UpdateMatrix> update =
+      BuildUpdateMatrix(coding_, data_, parity_, absl::MakeConstSpan(columns.data(), n));
+  if (!update.ok()) return update.status();
   std::vector<uint8_t> tables(32 * n * static_cast<size_t>(parity_));
-  ec_init_tables(static_cast<int>(n), parity_, sub.data(), tables.data());
-  std::vector<uint8_t*> out(parity_);
+  ec_init_tables(static_cast<int>(n), parity_, update->coefficients.data(), tables.data());
+  std::array<uint8_t*, kMaxParityBlocks> out;
   for (int j = 0; j < parity_; ++j) {
     out[j] = new_parity[j].data();
     if (!in_place) std::copy(old_parity[j].begin(), old_parity[j].end(), out[j]);
@@ -162,143 +174,94 @@ absl::Status Codec::Encode(absl::Span<const absl::Span<const uint8_t>> data,
     return absl::InvalidArgumentError(
         absl::StrCat("data blocks are ", len, " bytes but parity blocks ", parity_len));
   }
-  std::vector<const uint8_t*> starts;
-  std::vector<uint8_t*> in(data_), out(parity_);
-  for (int i = 0; i < data_; ++i) {
-    in[i] = const_cast<uint8_t*>(data[i].data());
-    starts.push_back(in[i]);
+  std::array<uint8_t*, kMaxDataBlocks + kMaxParityBlocks> blocks;
+  for (int i = 0; i < data_; ++i) blocks[i] = const_cast<uint8_t*>(data[i].data());
+  for (int j = 0; j < parity_; ++j) blocks[data_ + j] = parity[j].data();
+  std::array<const uint8_t*, kMaxDataBlocks + kMaxParityBlocks> starts;
+  std::copy_n(blocks.begin(), total_blocks(), starts.begin());
+  if (absl::Status s = CheckDisjoint(absl::MakeSpan(starts.data(), total_blocks()), len); !s.ok()) {
+    return s;
   }
-  for (int j = 0; j < parity_; ++j) {
-    out[j] = parity[j].data();
-    starts.push_back(out[j]);
-  }
-  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
   ec_encode_data(static_cast<int>(len), data_, parity_, const_cast<uint8_t*>(encode_tables_.data()),
-                 in.data(), out.data());
+                 blocks.data(), blocks.data() + data_);
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> Codec::DecodeTables(
-    const std::vector<int>& survivors, const std::vector<int>& wanted) const {
-  DecodeCache::Key key{survivors, wanted};
+absl::StatusOr<std::shared_ptr<const Codec::Decoder>> Codec::FindDecoder(
+    const BlockMask& available, const BlockMask& wanted) const {
   {
     std::lock_guard lock(cache_->mu);
     for (auto it = cache_->entries.begin(); it != cache_->entries.end(); ++it) {
-      if (it->first == key) {
-        cache_->entries.splice(cache_->entries.begin(), cache_->entries, it);
-        return it->second;
-      }
-    }
-  }
-  const int m = data_;
-  // Rows of the generator [I; A] for the survivors. gf_invert_matrix destroys `sub`.
-  std::vector<uint8_t> sub(static_cast<size_t>(m) * m, 0), inverse(static_cast<size_t>(m) * m);
-  for (int r = 0; r < m; ++r) {
-    const int idx = survivors[r];
-    for (int c = 0; c < m; ++c) {
-      sub[r * m + c] = idx < m ? (idx == c ? 1 : 0) : coding_[(idx - m) * m + c];
-    }
-  }
-  if (gf_invert_matrix(sub.data(), inverse.data(), m) != 0) {
-    return absl::DataLossError(
-        absl::StrCat("blocks ", Join(survivors), " form a singular matrix for ", m, "+", parity_));
-  }
-  // survivors = S * data, so data = S^-1 * survivors: data block d is row d of the inverse, and
-  // parity block j is (row j of A) * S^-1.
-  const int n = static_cast<int>(wanted.size());
-  std::vector<uint8_t> rows(static_cast<size_t>(n) * m);
-  for (int w = 0; w < n; ++w) {
-    const int idx = wanted[w];
-    for (int c = 0; c < m; ++c) {
-      if (idx < m) {
-        rows[w * m + c] = inverse[idx * m + c];
-      } else {
-        uint8_t v = 0;
-        for (int t = 0; t < m; ++t) {
-          v ^= static_cast<uint8_t>(gf_mul(coding_[(idx - m) * m + t], inverse[t * m + c]));
+      if (it->wanted == wanted && it->available == available) {
+        if (it != cache_->entries.begin()) {
+          cache_->entries.splice(cache_->entries.begin(), cache_->entries, it);
         }
-        rows[w * m + c] = v;
+        return it->decoder;
       }
     }
   }
-  auto tables = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(32) * m * n);
-  ec_init_tables(m, n, rows.data(), tables->data());
+  absl::StatusOr<RecoverMatrix> matrix =
+      BuildPartialRecoverMatrix(coding_, data_, parity_, available, wanted);
+  if (!matrix.ok()) return matrix.status();
+  auto decoder = std::make_shared<Decoder>();
+  decoder->matrix = *std::move(matrix);
+  const int rows = static_cast<int>(decoder->matrix.missing.size());
+  decoder->tables.resize(static_cast<size_t>(32) * data_ * rows);
+  ec_init_tables(data_, rows, decoder->matrix.coefficients.data(), decoder->tables.data());
   std::lock_guard lock(cache_->mu);
   for (const auto& entry : cache_->entries) {
-    if (entry.first == key) return entry.second;  // Another thread got here first.
+    if (entry.wanted == wanted && entry.available == available) {
+      return entry.decoder;  // Another thread got here first.
+    }
   }
-  cache_->entries.emplace_front(std::move(key), tables);
+  cache_->entries.push_front({available, wanted, decoder});
   if (cache_->entries.size() > kDecodeCacheEntries) cache_->entries.pop_back();
-  return std::shared_ptr<const std::vector<uint8_t>>(tables);
+  return std::shared_ptr<const Decoder>(std::move(decoder));
 }
 
 absl::Status Codec::Reconstruct(absl::Span<const absl::Span<uint8_t>> blocks,
                                 absl::Span<const int> available,
                                 absl::Span<const int> wanted) const {
   // Every check comes before the first write: on error no block is touched.
+  const int total = total_blocks();
   size_t len = 0;
-  if (absl::Status s = CheckBlocks(blocks, total_blocks(), "stripe", &len); !s.ok()) return s;
-  std::vector<int> seen(total_blocks(), 0);
-  for (int i : available) {
-    if (i < 0 || i >= total_blocks()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("available block index ", i, " is out of range 0..", total_blocks() - 1));
-    }
-    if (seen[i]++) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("available block index ", i, " is listed twice"));
-    }
-  }
+  if (absl::Status s = CheckBlocks(blocks, total, "stripe", &len); !s.ok()) return s;
+  BlockMask have, want;
+  if (absl::Status s = AddBlockIndices(available, total, "available", &have); !s.ok()) return s;
+  if (absl::Status s = AddBlockIndices(wanted, total, "wanted", &want); !s.ok()) return s;
   for (int i : wanted) {
-    if (i < 0 || i >= total_blocks()) {
+    if (have[i]) {
       return absl::InvalidArgumentError(
-          absl::StrCat("wanted block index ", i, " is out of range 0..", total_blocks() - 1));
-    }
-    if (seen[i]++) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "wanted block index ", i, " is listed twice or is also available (it cannot be both)"));
+          absl::StrCat("wanted block index ", i, " is also available (a block cannot be both)"));
     }
   }
-  std::vector<const uint8_t*> starts;
-  for (const auto& b : blocks) starts.push_back(b.data());
-  if (absl::Status s = CheckDisjoint(std::move(starts), len); !s.ok()) return s;
+  std::array<const uint8_t*, kMaxDataBlocks + kMaxParityBlocks> starts;
+  for (int i = 0; i < total; ++i) starts[i] = blocks[i].data();
+  if (absl::Status s = CheckDisjoint(absl::MakeSpan(starts.data(), total), len); !s.ok()) {
+    return s;
+  }
   if (static_cast<int>(available.size()) < data_) {
     return absl::DataLossError(absl::StrCat("only ", available.size(), " of the ", data_,
                                             " blocks needed to rebuild are available"));
   }
   if (wanted.empty()) return absl::OkStatus();
-  std::vector<int> want(wanted.begin(), wanted.end());
-  std::sort(want.begin(), want.end());
-  std::vector<int> pool(available.begin(), available.end());
-  std::sort(pool.begin(), pool.end());
 
-  // The first M available blocks in index order (data before parity: the cheapest inverse);
-  // if they are singular (possible only for a non-MDS matrix), try the other M-subsets of the
-  // available ones in lexicographic order, a bounded number of times.
-  constexpr int kMaxSurvivorSets = 256;
-  std::vector<bool> pick(pool.size(), false);
-  std::fill(pick.begin(), pick.begin() + data_, true);
-  int attempts = 0;
-  do {
-    std::vector<int> survivors;
-    for (size_t x = 0; x < pool.size(); ++x) {
-      if (pick[x]) survivors.push_back(pool[x]);
-    }
-    absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> tables =
-        DecodeTables(survivors, want);
-    if (tables.ok()) {
-      std::vector<uint8_t*> in, out;
-      for (int i : survivors) in.push_back(blocks[i].data());
-      for (int i : want) out.push_back(blocks[i].data());
-      ec_encode_data(static_cast<int>(len), data_, static_cast<int>(want.size()),
-                     const_cast<uint8_t*>((*tables)->data()), in.data(), out.data());
-      return absl::OkStatus();
-    }
-  } while (++attempts < kMaxSurvivorSets && std::prev_permutation(pick.begin(), pick.end()));
-  return absl::DataLossError(absl::StrCat(
-      "cannot rebuild blocks ", Join(want), " from available blocks ", Join(pool), ": the ",
-      attempts, " sets of ", data_, " survivors tried are all singular for this ",
-      MatrixTypeName(type_), " matrix"));
+  // The recover matrix reads the first M available blocks in index order (data before parity:
+  // the cheapest inverse), or the first invertible M of them for a non-MDS matrix.
+  absl::StatusOr<std::shared_ptr<const Decoder>> decoder = FindDecoder(have, want);
+  if (!decoder.ok()) {
+    return absl::Status(decoder.status().code(), absl::StrCat(decoder.status().message(), " (",
+                                                              MatrixTypeName(type_), " matrix)"));
+  }
+  const RecoverMatrix& matrix = (*decoder)->matrix;
+  std::array<uint8_t*, kMaxDataBlocks> in;
+  std::array<uint8_t*, kMaxDataBlocks + kMaxParityBlocks> out;
+  for (int r = 0; r < data_; ++r) in[r] = blocks[matrix.sources[r]].data();
+  const int rows = static_cast<int>(matrix.missing.size());
+  for (int w = 0; w < rows; ++w) out[w] = blocks[matrix.missing[w]].data();
+  ec_encode_data(static_cast<int>(len), data_, rows,
+                 const_cast<uint8_t*>((*decoder)->tables.data()), in.data(), out.data());
+  return absl::OkStatus();
 }
 
 }  // namespace ecd::ec

@@ -67,19 +67,23 @@ class Codec {
   // Rebuilds the blocks listed in `wanted` from the blocks listed in `available`.
   // `blocks` holds all M+K blocks of the stripe in index order (0..M-1 data, M.. parity), each the
   // same length; only the `available` ones are read and only the `wanted` ones are written.
-  // Returns DataLoss when fewer than M blocks are available, InvalidArgument for bad indices or
-  // buffers (then nothing is written).
+  // The blocks read are those BuildPartialRecoverMatrix chooses (the first M available ones in
+  // index order, or the first invertible M of them for a non-MDS matrix); its matrix and ISA-L
+  // tables are cached per (available, wanted) pattern, 64 patterns, least recently used out.
+  // Returns DataLoss when fewer than M blocks are available or no M of them invert,
+  // InvalidArgument for bad indices or buffers (then nothing is written).
   absl::Status Reconstruct(absl::Span<const absl::Span<uint8_t>> blocks,
                            absl::Span<const int> available, absl::Span<const int> wanted) const;
 
  private:
+  struct Decoder;
   struct DecodeCache;
 
   Codec(MatrixType type, int data, int parity, std::vector<uint8_t> coding);
-  // ISA-L tables rebuilding `wanted` from the M `survivors` (both ascending); DataLoss when the
-  // survivors' rows are singular.
-  absl::StatusOr<std::shared_ptr<const std::vector<uint8_t>>> DecodeTables(
-      const std::vector<int>& survivors, const std::vector<int>& wanted) const;
+  // The decoder rebuilding `wanted` from blocks in `available`, from the cache or built with
+  // BuildPartialRecoverMatrix (and then cached); DataLoss when no M available rows invert.
+  absl::StatusOr<std::shared_ptr<const Decoder>> FindDecoder(const BlockMask& available,
+                                                             const BlockMask& wanted) const;
 
   MatrixType type_;
   int data_;

@@ -4,6 +4,8 @@
 #include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
 
+#include <algorithm>
+#include <array>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -67,20 +69,19 @@ absl::Status GaloisMultiply(absl::Span<const uint8_t> coefficients, int rows, in
     return s;
   }
   if (len != dst_len) return absl::InvalidArgumentError("source and destination lengths differ");
-  std::vector<const uint8_t*> starts;
-  std::vector<uint8_t*> in, out;
-  for (const auto& b : src) {
-    in.push_back(const_cast<uint8_t*>(b.data()));
-    starts.push_back(b.data());
+  std::array<uint8_t*, 2 * kMaxGaloisDimension> blocks;  // cols sources, then rows destinations.
+  for (int c = 0; c < cols; ++c) blocks[c] = const_cast<uint8_t*>(src[c].data());
+  for (int r = 0; r < rows; ++r) blocks[cols + r] = dst[r].data();
+  std::array<const uint8_t*, 2 * kMaxGaloisDimension> starts;
+  std::copy_n(blocks.begin(), rows + cols, starts.begin());
+  if (absl::Status s = internal::CheckDisjoint(absl::MakeSpan(starts.data(), rows + cols), len);
+      !s.ok()) {
+    return s;
   }
-  for (const auto& b : dst) {
-    out.push_back(b.data());
-    starts.push_back(b.data());
-  }
-  if (absl::Status s = internal::CheckDisjoint(std::move(starts), len); !s.ok()) return s;
   std::vector<uint8_t> tables(32 * static_cast<size_t>(rows) * cols);
   ec_init_tables(cols, rows, const_cast<uint8_t*>(coefficients.data()), tables.data());
-  ec_encode_data(static_cast<int>(len), cols, rows, tables.data(), in.data(), out.data());
+  ec_encode_data(static_cast<int>(len), cols, rows, tables.data(), blocks.data(),
+                 blocks.data() + cols);
   return absl::OkStatus();
 }
 

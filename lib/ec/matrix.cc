@@ -1,5 +1,5 @@
-// DOCA-defined coding matrices over GF(2^8) (ISA-L's field, polynomial 0x11d), shape limits, and
-// the exhaustive decodability check for Vandermonde codes.
+// DOCA-defined coding matrices over GF(2^8) (ISA-L's field, polynomial 0x11d), shape limits, the
+// exhaustive decodability check for Vandermonde codes, and the update and recover matrices.
 #include "lib/ec/matrix.h"
 
 #include <isa-l/erasure_code.h>
@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/ec/block_checks.h"
 
 namespace ecd::ec {
 namespace {
@@ -56,6 +57,37 @@ bool Nonsingular(std::vector<uint8_t>& a, int r) {
     }
   }
   return true;
+}
+
+// Checks the shape and that `coding` holds its K x M coefficients.
+absl::Status CheckCoding(absl::Span<const uint8_t> coding, int data, int parity) {
+  if (absl::Status s = ValidateShape(data, parity); !s.ok()) return s;
+  if (coding.size() != static_cast<size_t>(data) * parity) {
+    return absl::InvalidArgumentError(absl::StrCat("a coding matrix for ", data, "+", parity,
+                                                   " has ", data * parity, " bytes, not ",
+                                                   coding.size()));
+  }
+  return absl::OkStatus();
+}
+
+// "{a,b,c}" for the blocks in `mask` below `total`.
+std::string Members(const BlockMask& mask, int total) {
+  std::vector<int> v;
+  for (int b = 0; b < total; ++b) {
+    if (mask[b]) v.push_back(b);
+  }
+  return absl::StrCat("{", absl::StrJoin(v, ","), "}");
+}
+
+// InvalidArgument naming the first bit of `mask` at `total` or above.
+absl::Status CheckMaskRange(const BlockMask& mask, int total, const char* what) {
+  for (size_t b = total; b < mask.size(); ++b) {
+    if (mask[b]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " block index ", b, " is out of range 0..", total - 1));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -108,12 +140,7 @@ std::vector<uint8_t> CodingMatrix(MatrixType type, int data, int parity) {
 
 absl::Status CheckEveryErasurePatternDecodes(const std::vector<uint8_t>& coding, int data,
                                              int parity) {
-  if (absl::Status s = ValidateShape(data, parity); !s.ok()) return s;
-  if (coding.size() != static_cast<size_t>(data) * parity) {
-    return absl::InvalidArgumentError(absl::StrCat("a coding matrix for ", data, "+", parity,
-                                                   " has ", data * parity, " bytes, not ",
-                                                   coding.size()));
-  }
+  if (absl::Status s = CheckCoding(coding, data, parity); !s.ok()) return s;
   // The systematic code [I; A] is MDS iff every square submatrix of A is nonsingular: losing the
   // data blocks in column set C and the parity blocks outside row set R (|R| = |C|) leaves M
   // blocks whose generator rows have determinant det A[R][C]. There are C(M+K, K) - 1 such
@@ -157,6 +184,138 @@ absl::Status CheckEveryErasurePatternDecodes(const std::vector<uint8_t>& coding,
     } while (NextCombination(rows, parity));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<UpdateMatrix> BuildUpdateMatrix(absl::Span<const uint8_t> coding, int data,
+                                               int parity, absl::Span<const uint32_t> changed) {
+  if (absl::Status s = CheckCoding(coding, data, parity); !s.ok()) return s;
+  if (changed.empty()) {
+    return absl::InvalidArgumentError("an update matrix needs at least one changed data block");
+  }
+  BlockMask seen;
+  if (absl::Status s = internal::AddBlockIndices(changed, data, "changed data", &seen); !s.ok())
+    return s;
+  UpdateMatrix u;
+  u.parity = parity;
+  u.changed.assign(changed.begin(), changed.end());
+  const size_t n = changed.size();
+  u.coefficients.resize(static_cast<size_t>(parity) * n);
+  for (int j = 0; j < parity; ++j) {
+    for (size_t x = 0; x < n; ++x) u.coefficients[j * n + x] = coding[j * data + changed[x]];
+  }
+  return u;
+}
+
+absl::StatusOr<RecoverMatrix> BuildRecoverMatrix(absl::Span<const uint8_t> coding, int data,
+                                                 int parity, absl::Span<const uint32_t> missing) {
+  if (absl::Status s = CheckCoding(coding, data, parity); !s.ok()) return s;
+  BlockMask lost;
+  if (absl::Status s = internal::AddBlockIndices(missing, data + parity, "missing", &lost); !s.ok())
+    return s;
+  return BuildRecoverMatrixFromMask(coding, data, parity, lost);
+}
+
+absl::StatusOr<RecoverMatrix> BuildRecoverMatrixFromMask(absl::Span<const uint8_t> coding, int data,
+                                                         int parity, const BlockMask& missing) {
+  if (absl::Status s = CheckCoding(coding, data, parity); !s.ok()) return s;
+  const int total = data + parity;
+  if (absl::Status s = CheckMaskRange(missing, total, "missing"); !s.ok()) return s;
+  if (missing.count() > static_cast<size_t>(parity)) {
+    return absl::DataLossError(absl::StrCat("blocks ", Members(missing, total), " are missing (",
+                                            missing.count(), ") but a ", data, "+", parity,
+                                            " code rebuilds at most ", parity));
+  }
+  BlockMask available;
+  for (int b = 0; b < total; ++b) available[b] = !missing[b];
+  return BuildPartialRecoverMatrix(coding, data, parity, available, missing);
+}
+
+absl::StatusOr<RecoverMatrix> BuildPartialRecoverMatrix(absl::Span<const uint8_t> coding, int data,
+                                                        int parity, const BlockMask& available,
+                                                        const BlockMask& wanted) {
+  if (absl::Status s = CheckCoding(coding, data, parity); !s.ok()) return s;
+  const int m = data, total = data + parity;
+  if (absl::Status s = CheckMaskRange(available, total, "available"); !s.ok()) return s;
+  if (absl::Status s = CheckMaskRange(wanted, total, "wanted"); !s.ok()) return s;
+  if (wanted.none()) {
+    return absl::InvalidArgumentError("a recover matrix needs at least one block to rebuild");
+  }
+  if ((available & wanted).any()) {
+    return absl::InvalidArgumentError(absl::StrCat("blocks ", Members(available & wanted, total),
+                                                   " are both available and wanted"));
+  }
+  if (available.count() < static_cast<size_t>(m)) {
+    return absl::DataLossError(absl::StrCat("only ", available.count(), " of the ", m,
+                                            " blocks needed to rebuild are available"));
+  }
+  // Generator row of block b: e_b for data, coding row b - M for parity.
+  auto generator_row = [&](int b, uint8_t* row) {
+    if (b < m) {
+      std::fill(row, row + m, 0);
+      row[b] = 1;
+    } else {
+      std::copy_n(coding.begin() + static_cast<size_t>(b - m) * m, m, row);
+    }
+  };
+  // Greedy basis over the available rows in index order: a row joins when it is independent of
+  // the rows before it. This yields the first M available rows when they are invertible, and
+  // otherwise the lexicographically first invertible subset (bases of a matroid).
+  // Basis rows are kept reduced: each is 1 at its pivot and 0 at the earlier rows' pivots.
+  RecoverMatrix r;
+  r.data = m;
+  std::vector<uint8_t> basis(static_cast<size_t>(m) * m);
+  std::vector<int> pivots;
+  std::vector<uint8_t> row(m);
+  for (int b = 0; b < total && static_cast<int>(r.sources.size()) < m; ++b) {
+    if (!available[b]) continue;
+    generator_row(b, row.data());
+    for (size_t x = 0; x < pivots.size(); ++x) {
+      const uint8_t f = row[pivots[x]];
+      if (f == 0) continue;
+      const uint8_t* base = &basis[x * m];
+      for (int c = 0; c < m; ++c) row[c] ^= Mul(f, base[c]);
+    }
+    int pivot = 0;
+    while (pivot < m && row[pivot] == 0) ++pivot;
+    if (pivot == m) continue;  // Dependent on the rows already chosen.
+    const uint8_t inv = static_cast<uint8_t>(gf_inv(row[pivot]));
+    uint8_t* dst = &basis[pivots.size() * m];
+    for (int c = 0; c < m; ++c) dst[c] = Mul(inv, row[c]);
+    pivots.push_back(pivot);
+    r.sources.push_back(static_cast<uint32_t>(b));
+  }
+  if (static_cast<int>(r.sources.size()) < m) {
+    return absl::DataLossError(absl::StrCat("cannot rebuild blocks ", Members(wanted, total),
+                                            " from available blocks ", Members(available, total),
+                                            ": their rows of the ", m, "+", parity,
+                                            " coding matrix have rank ", r.sources.size(), " < ", m,
+                                            ", so no ", m, " of them are invertible"));
+  }
+  // sources = S * data, so data = S^-1 * sources: data block d is row d of the inverse, and
+  // parity block j is (row j of the coding matrix) * S^-1. gf_invert_matrix destroys `s`.
+  std::vector<uint8_t> s(static_cast<size_t>(m) * m), inverse(static_cast<size_t>(m) * m);
+  for (int x = 0; x < m; ++x) generator_row(static_cast<int>(r.sources[x]), &s[x * m]);
+  if (gf_invert_matrix(s.data(), inverse.data(), m) != 0) {
+    return absl::InternalError("independent rows failed to invert");  // Not reached.
+  }
+  for (int b = 0; b < total; ++b) {
+    if (!wanted[b]) continue;
+    r.missing.push_back(static_cast<uint32_t>(b));
+    const size_t at = r.coefficients.size();
+    r.coefficients.resize(at + m);
+    uint8_t* out = &r.coefficients[at];
+    if (b < m) {
+      std::copy_n(&inverse[static_cast<size_t>(b) * m], m, out);
+      continue;
+    }
+    const uint8_t* a = &coding[static_cast<size_t>(b - m) * m];
+    for (int t = 0; t < m; ++t) {
+      if (a[t] == 0) continue;
+      const uint8_t* inv_row = &inverse[static_cast<size_t>(t) * m];
+      for (int c = 0; c < m; ++c) out[c] ^= Mul(a[t], inv_row[c]);
+    }
+  }
+  return r;
 }
 
 const char* MatrixTypeName(MatrixType type) {
