@@ -1,0 +1,114 @@
+// EventPolicy: health report -> action, through the rebuild scheduler.
+#include "lib/store/event_policy.h"
+
+#include "absl/strings/str_cat.h"
+#include "lib/util/log.h"
+
+namespace ecd::store {
+
+const char* PolicyActionName(PolicyAction a) {
+  switch (a) {
+    case PolicyAction::kIgnore:
+      return "ignore";
+    case PolicyAction::kCount:
+      return "count";
+    case PolicyAction::kRebuildRange:
+      return "rebuild";
+    case PolicyAction::kEvacuate:
+      return "evacuate";
+    case PolicyAction::kFail:
+      return "fail";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<PolicyAction> ParsePolicyAction(const std::string& name) {
+  for (PolicyAction a : {PolicyAction::kIgnore, PolicyAction::kCount, PolicyAction::kRebuildRange,
+                         PolicyAction::kEvacuate, PolicyAction::kFail}) {
+    if (name == PolicyActionName(a)) return a;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown CXL policy action \"", name, "\"; use ignore, count, rebuild, evacuate or fail"));
+}
+
+EventPolicy::EventPolicy(Store* store, RebuildScheduler* rebuilds,
+                         const EventPolicyOptions& options)
+    : store_(store), rebuilds_(rebuilds), options_(options) {}
+
+std::pair<PolicyAction, std::string> EventPolicy::Decide(const HealthEvent& e) const {
+  if (e.severity == 3 || e.log == 3) return {options_.fatal, "fatal severity"};
+  if (e.kind == HealthEvent::Kind::kMemoryModule) {
+    if (e.replacement_needed || (e.health_status & 0x4) != 0) {
+      return {options_.module_critical, "hardware replacement needed"};
+    }
+    if (e.media_status == 3 || e.media_status == 9 || e.media_status == 7 || e.media_status == 8) {
+      return {options_.module_critical,
+              absl::StrCat("media status ", e.media_status, " (data lost or loss imminent)")};
+    }
+    if ((e.additional_status & 0x3) == 2 || e.life_used >= options_.life_used_critical) {
+      return {options_.module_critical, absl::StrCat("life used critical (", e.life_used, "%)")};
+    }
+    if (((e.additional_status >> 2) & 0x3) == 2 || e.temperature >= options_.temperature_critical) {
+      return {options_.module_critical,
+              absl::StrCat("temperature critical (", e.temperature, " C)")};
+    }
+  }
+  if ((e.kind == HealthEvent::Kind::kGeneralMedia || e.kind == HealthEvent::Kind::kDram) &&
+      (e.descriptor & 0x3) != 0) {
+    return {options_.media_error,
+            (e.descriptor & 0x1) ? "uncorrectable media error" : "media error threshold"};
+  }
+  return {options_.other, "informational"};
+}
+
+PolicyAction EventPolicy::Handle(const HealthEvent& e) {
+  auto [action, why] = Decide(e);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++counters_[PolicyActionName(action)];
+  }
+  const std::string reason = absl::StrCat("CXL: ", why, ": ", e.description);
+  switch (action) {
+    case PolicyAction::kIgnore:
+    case PolicyAction::kCount:
+      Log(LogLevel::kDebug, "device %d: %s (counted)", e.device, reason);
+      break;
+    case PolicyAction::kFail: {
+      Log(LogLevel::kError, "device %d failed by policy: %s", e.device, reason);
+      absl::StatusOr<DeviceStatus> s = store_->SetDeviceState(e.device, DeviceState::kFailed);
+      if (!s.ok())
+        Log(LogLevel::kError, "cannot fail device %d: %s", e.device, s.status().message());
+      break;
+    }
+    case PolicyAction::kEvacuate: {
+      Log(LogLevel::kWarning, "device %d to be evacuated: %s", e.device, reason);
+      RebuildSpec spec;
+      spec.kind = RebuildKind::kEvacuateDevice;
+      spec.device = e.device;
+      spec.reason = reason;
+      rebuilds_->Submit(std::move(spec));
+      break;
+    }
+    case PolicyAction::kRebuildRange: {
+      const uint32_t lba_size = store_->lba_size();
+      RebuildSpec spec;
+      spec.kind = RebuildKind::kMediaRange;
+      spec.device = e.device;
+      spec.first_lba = e.dpa / lba_size;
+      spec.lba_count = 1;  // a DPA names one 64-byte line, inside one LBA
+      spec.reason = reason;
+      Log(LogLevel::kWarning, "device %d LBA %d: moving the blocks there: %s", e.device,
+          spec.first_lba, reason);
+      rebuilds_->Submit(std::move(spec));
+      break;
+    }
+  }
+  return action;
+}
+
+std::map<std::string, uint64_t> EventPolicy::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+}  // namespace ecd::store
