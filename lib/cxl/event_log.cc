@@ -35,7 +35,7 @@ void Put64(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
-uint16_t HandleOf(const EventRecord& r) { return Get16(r.data() + kRecordHandleOffset); }
+uint16_t HandleOf(const RawEventRecord& r) { return Get16(r.data() + kRecordHandleOffset); }
 
 MailboxResponse Fail(ReturnCode rc) { return MailboxResponse{rc, {}}; }
 
@@ -91,7 +91,7 @@ uint64_t EventLogDevice::Now() const {
                                    .count());
 }
 
-absl::StatusOr<InsertResult> EventLogDevice::InsertRecord(EventLog log, const EventRecord& record) {
+absl::StatusOr<InsertResult> EventLogDevice::InsertRecord(EventLog log, const RawEventRecord& record) {
   const int index = DeviceLogIndex(static_cast<uint8_t>(log));
   if (index < 0) {
     return absl::InvalidArgumentError(
@@ -114,7 +114,7 @@ absl::StatusOr<InsertResult> EventLogDevice::InsertRecord(EventLog log, const Ev
       uint16_t h = l.next_handle;
       while (h == 0 || l.live.test(h)) h = static_cast<uint16_t>(h + 1);
       l.next_handle = static_cast<uint16_t>(h == 0xFFFF ? 1 : h + 1);
-      EventRecord stored = record;
+      RawEventRecord stored = record;
       Put16(stored.data() + kRecordHandleOffset, h);
       if (Get64(stored.data() + kRecordTimestampOffset) == 0) {
         Put64(stored.data() + kRecordTimestampOffset, now);

@@ -109,7 +109,7 @@ class EventLogDevice {
   // Device side: adds `record` to `log`, assigning its handle and (if zero) its timestamp, or
   // drops it and accounts an overflow if the log is full. Raises the interrupt per the log's
   // policy (see the header comment). InvalidArgument if `log` is not one of 0..3.
-  absl::StatusOr<InsertResult> InsertRecord(EventLog log, const EventRecord& record);
+  absl::StatusOr<InsertResult> InsertRecord(EventLog log, const RawEventRecord& record);
 
   // The Event Status register: bit n is set while log n (Informational 0, Warning 1, Failure 2,
   // Fatal 3) holds at least one record. Other bits are 0.
@@ -123,7 +123,7 @@ class EventLogDevice {
 
  private:
   struct Log {
-    std::deque<EventRecord> records;  // oldest first
+    std::deque<RawEventRecord> records;  // oldest first
     std::bitset<0x10000> live;        // handles held by `records`
     uint16_t next_handle = 1;
     uint16_t overflow_count = 0;

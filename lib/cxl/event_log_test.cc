@@ -18,8 +18,8 @@ using Bytes = std::vector<uint8_t>;
 
 // A record whose bytes are seed, seed+1, ... except the handle (0x14..0x15) and timestamp
 // (0x18..0x1F), which are left 0 for the device to fill.
-EventRecord Pattern(uint8_t seed) {
-  EventRecord r;
+RawEventRecord Pattern(uint8_t seed) {
+  RawEventRecord r;
   for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<uint8_t>(seed + i);
   for (size_t i = 0x14; i < 0x16; ++i) r[i] = 0;
   for (size_t i = 0x18; i < 0x20; ++i) r[i] = 0;
@@ -27,14 +27,14 @@ EventRecord Pattern(uint8_t seed) {
 }
 
 // `r` as the device stores it: handle and timestamp written little-endian.
-EventRecord Stored(EventRecord r, uint16_t handle, uint64_t ts) {
+RawEventRecord Stored(RawEventRecord r, uint16_t handle, uint64_t ts) {
   r[0x14] = static_cast<uint8_t>(handle);
   r[0x15] = static_cast<uint8_t>(handle >> 8);
   for (int i = 0; i < 8; ++i) r[0x18 + i] = static_cast<uint8_t>(ts >> (8 * i));
   return r;
 }
 
-void Append(Bytes& out, const EventRecord& r) { out.insert(out.end(), r.begin(), r.end()); }
+void Append(Bytes& out, const RawEventRecord& r) { out.insert(out.end(), r.begin(), r.end()); }
 
 // A Get Event Records output header built by hand (reference section 3 table).
 Bytes Header(uint8_t flags, uint16_t overflow_count, uint64_t first, uint64_t last,
@@ -75,7 +75,7 @@ class EventLogDeviceTest : public ::testing::Test {
     return dev.ok() ? std::move(*dev) : nullptr;
   }
 
-  InsertResult Insert(EventLogDevice& dev, EventLog log, const EventRecord& r) {
+  InsertResult Insert(EventLogDevice& dev, EventLog log, const RawEventRecord& r) {
     auto res = dev.InsertRecord(log, r);
     EXPECT_TRUE(res.ok()) << res.status();
     return res.ok() ? *res : InsertResult{};
@@ -121,7 +121,7 @@ TEST_F(EventLogDeviceTest, CreateValidatesOptions) {
 
 TEST_F(EventLogDeviceTest, InsertWritesHandleAndTimestampOnly) {
   auto dev = Make();
-  const EventRecord rec = Pattern(0x30);
+  const RawEventRecord rec = Pattern(0x30);
   now_ = 0x0102030405060708ULL;
   InsertResult r = Insert(*dev, EventLog::kWarning, rec);
   EXPECT_TRUE(r.stored);
@@ -129,7 +129,7 @@ TEST_F(EventLogDeviceTest, InsertWritesHandleAndTimestampOnly) {
   EXPECT_FALSE(r.interrupt_raised);
 
   // A record with its own timestamp keeps it.
-  EventRecord own = Pattern(0x50);
+  RawEventRecord own = Pattern(0x50);
   own[0x18] = 0x99;
   r = Insert(*dev, EventLog::kWarning, own);
   EXPECT_EQ(r.handle, 2);
@@ -589,7 +589,7 @@ TEST(EventLogDeviceConcurrency, InsertersAndADrainingHost) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&dev, &done, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        ASSERT_TRUE(dev.InsertRecord(static_cast<EventLog>(t % 2), EventRecord{}).ok());
+        ASSERT_TRUE(dev.InsertRecord(static_cast<EventLog>(t % 2), RawEventRecord{}).ok());
       }
       done.fetch_add(1);
     });

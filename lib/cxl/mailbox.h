@@ -45,7 +45,7 @@ inline constexpr uint16_t kOpSetEventInterruptPolicy = 0x0103;
 
 // Every event record, common header included, is 128 bytes.
 inline constexpr size_t kEventRecordSize = 0x80;
-using EventRecord = std::array<uint8_t, kEventRecordSize>;
+using RawEventRecord = std::array<uint8_t, kEventRecordSize>;
 
 // The Event Log byte of Get/Clear Event Records, and the bit of that log in the Event Status
 // register.
@@ -138,7 +138,7 @@ struct GetEventRecordsOutput {
   uint16_t overflow_count = 0;
   uint64_t first_overflow_ts = 0;
   uint64_t last_overflow_ts = 0;
-  std::vector<EventRecord> records;
+  std::vector<RawEventRecord> records;
 
   // Returns kHeaderSize + 128 * records.size() bytes; the record count field is records.size().
   // REQUIRES: records.size() <= 0xFFFF.

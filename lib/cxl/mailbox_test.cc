@@ -12,13 +12,13 @@ namespace {
 
 using Bytes = std::vector<uint8_t>;
 
-EventRecord Pattern(uint8_t seed) {
-  EventRecord r;
+RawEventRecord Pattern(uint8_t seed) {
+  RawEventRecord r;
   for (size_t i = 0; i < r.size(); ++i) r[i] = static_cast<uint8_t>(seed + i);
   return r;
 }
 
-void Append(Bytes& out, const EventRecord& r) { out.insert(out.end(), r.begin(), r.end()); }
+void Append(Bytes& out, const RawEventRecord& r) { out.insert(out.end(), r.begin(), r.end()); }
 
 TEST(Opcodes, EventsCommandSet) {
   EXPECT_EQ(kOpGetEventRecords, 0x0100);
