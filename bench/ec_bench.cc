@@ -4,7 +4,8 @@
 //   build/bench/ec_bench                       # everything
 //   build/bench/ec_bench --benchmark_filter=Create/10/4
 // Each benchmark encodes (or rebuilds) a batch of 16 stripes per iteration; "Engine" variants
-// submit the batch as held tasks and flush once, on 1 or 2 workers.
+// submit the batch as held tasks and flush once, on 1 or 2 workers; "Streaming" variants keep the
+// engine busy (the next batch is submitted before waiting for the previous one).
 #include <benchmark/benchmark.h>
 #include <isa-l/erasure_code.h>
 
@@ -226,6 +227,50 @@ void BM_RecoverEngine(benchmark::State& state) {
   Report(state, m, len);
 }
 
+// Recover with the engine kept busy (as BM_CreateEngineStreaming): the next batch is submitted
+// before waiting for the previous one; two stripe sets alternate.
+void BM_RecoverEngineStreaming(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  const int e = static_cast<int>(state.range(3));
+  Stripes sets[2] = {Stripes(m, k, len), Stripes(m, k, len)};
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  Engine engine(EngineOptions{.workers = 1, .check_buffers = false});
+  std::vector<int> available, wanted;
+  for (int i = 0; i < m + e; ++i) (i < e ? wanted : available).push_back(i);
+  struct Batch {
+    std::promise<void> done;
+    std::atomic<int> left{kBatch};
+  };
+  std::unique_ptr<Batch> previous;
+  std::future<void> previous_done;
+  int which = 0;
+  for (auto _ : state) {
+    auto batch = std::make_unique<Batch>();
+    Batch* b = batch.get();
+    Stripes& st = sets[which];
+    which ^= 1;
+    std::future<void> finished = b->done.get_future();
+    for (int s = 0; s < kBatch; ++s) {
+      ecd::ec::RecoverTask t{codec, {}, available, wanted};
+      for (auto& block : st.blocks[s]) t.blocks.emplace_back(block);
+      engine.Submit(
+          std::move(t),
+          [b](absl::Status status) {
+            benchmark::DoNotOptimize(status);
+            if (b->left.fetch_sub(1) == 1) b->done.set_value();
+          },
+          s + 1 == kBatch ? SubmitFlag::kFlush : SubmitFlag::kNone);
+    }
+    if (previous_done.valid()) previous_done.wait();
+    previous = std::move(batch);
+    previous_done = std::move(finished);
+  }
+  if (previous_done.valid()) previous_done.wait();
+  Report(state, m, len);
+}
+
 void BM_UpdateOneBlockEngine(benchmark::State& state) {
   int m, k;
   size_t len;
@@ -277,6 +322,7 @@ BENCHMARK(BM_CreateEngine)->Apply([](auto* b) { Shapes(b, true); });
 BENCHMARK(BM_CreateEngineStreaming)->Apply([](auto* b) { Shapes(b, true); });
 BENCHMARK(BM_RecoverRawIsal)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngine)->Apply(RecoverShapes);
+BENCHMARK(BM_RecoverEngineStreaming)->Apply(RecoverShapes);
 BENCHMARK(BM_UpdateOneBlockEngine)->Apply([](auto* b) { Shapes(b, false); });
 
 }  // namespace

@@ -26,16 +26,18 @@ for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
         print(f"| {m}+{k} | {length // 1024} KiB | {raw:.2f} | {codec:.2f} | {one:.2f} | {one / raw:.2f} | "
               f"{two:.2f} | {two / one:.2f} | {s1:.2f} | {s1 / raw:.2f} | {s2:.2f} | {s2 / s1:.2f} |")
 print()
-print("| shape | block | erasures | raw ISA-L recover GB/s | engine 1 worker | ratio |")
-print("|---|---|---|---|---|---|")
+print("| shape | block | erasures | raw ISA-L recover GB/s | engine 1 worker | ratio | kept busy: 1 worker | busy/raw |")
+print("|---|---|---|---|---|---|---|---|")
 for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
     for length in [65536, 1048576]:
         for e in range(1, k + 1):
             raw = gbps(f"BM_RecoverRawIsal/{m}/{k}/{length}/{e}")
             eng = gbps(f"BM_RecoverEngine/{m}/{k}/{length}/{e}")
-            if None in (raw, eng):
+            busy = gbps(f"BM_RecoverEngineStreaming/{m}/{k}/{length}/{e}")
+            if None in (raw, eng, busy):
                 continue
-            print(f"| {m}+{k} | {length // 1024} KiB | {e} | {raw:.2f} | {eng:.2f} | {eng / raw:.2f} |")
+            print(f"| {m}+{k} | {length // 1024} KiB | {e} | {raw:.2f} | {eng:.2f} | {eng / raw:.2f} | "
+                  f"{busy:.2f} | {busy / raw:.2f} |")
 print()
 print("| shape | block | update of one block, GB/s of the changed block |")
 print("|---|---|---|")

@@ -105,17 +105,18 @@ absl::Status RunTask(const Task& task) {
       task);
 }
 
-Engine::Engine(EngineOptions options) : check_buffers_(options.check_buffers) {
-  const int n = std::clamp(options.workers, 1, 256);
-  threads_.reserve(n);
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { Work(); });
+Engine::Engine(EngineOptions options)
+    : check_buffers_(options.check_buffers), workers_(std::clamp(options.workers, 1, 256)) {
+  threads_.reserve(workers_);
+  for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { Work(); });
 }
 
 Engine::~Engine() {
   std::vector<Pending> held;
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard held_lock(held_mu_);
     held.swap(held_);
+    std::lock_guard lock(mu_);
     stopping_ = true;
   }
   ready_.notify_all();
@@ -129,13 +130,10 @@ void Engine::Submit(Task task, Callback done, SubmitFlag flag) {
   Pending p{std::move(task), std::move(done), 0};
   if (check_buffers_) p.source_checksum = SourceChecksum(p.task);
   {
-    std::lock_guard lock(mu_);
+    std::lock_guard held_lock(held_mu_);
     held_.push_back(std::move(p));
-    if (flag == SubmitFlag::kNone) return;
-    for (Pending& h : held_) queue_.push_back(std::move(h));
-    held_.clear();
   }
-  ready_.notify_all();
+  if (flag == SubmitFlag::kFlush) FlushHeld();
 }
 
 std::future<absl::Status> Engine::Submit(Task task, SubmitFlag flag) {
@@ -146,34 +144,63 @@ std::future<absl::Status> Engine::Submit(Task task, SubmitFlag flag) {
   return future;
 }
 
-void Engine::Flush() {
+void Engine::Flush() { FlushHeld(); }
+
+void Engine::FlushHeld() {
+  bool wake = false;
   {
+    std::lock_guard held_lock(held_mu_);
+    if (held_.empty()) return;
     std::lock_guard lock(mu_);
-    for (Pending& h : held_) queue_.push_back(std::move(h));
-    held_.clear();
+    if (head_ == queue_.size()) {
+      // Nothing queued: trade buffers, so both keep their capacity.
+      queue_.clear();
+      head_ = 0;
+      queue_.swap(held_);
+    } else {
+      for (Pending& h : held_) queue_.push_back(std::move(h));
+      held_.clear();
+    }
+    wake = idle_ > 0;
   }
-  ready_.notify_all();
+  // A running worker comes back for the queue before it sleeps: no wake-up needed.
+  if (wake) ready_.notify_all();
 }
 
 void Engine::Work() {
+  std::vector<Pending> mine;  // This worker's chunk; its capacity is reused.
   for (;;) {
-    Pending p;
     {
       std::unique_lock lock(mu_);
-      ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // Stopping, and nothing flushed is left.
-      p = std::move(queue_.front());
-      queue_.pop_front();
+      while (!stopping_ && head_ == queue_.size()) {
+        ++idle_;
+        ready_.wait(lock);
+        --idle_;
+      }
+      const size_t left = queue_.size() - head_;
+      if (left == 0) return;  // Stopping, and nothing flushed is left.
+      // Guided self-scheduling: take 1/workers of what is left (all of it on one worker), so
+      // a batch spreads over the pool with few trips to the lock.
+      const size_t take = (left + workers_ - 1) / workers_;
+      for (size_t x = 0; x < take; ++x) mine.push_back(std::move(queue_[head_ + x]));
+      head_ += take;
+      if (head_ == queue_.size()) {
+        queue_.clear();
+        head_ = 0;
+      }
     }
-    absl::Status status;
-    if (check_buffers_ && SourceChecksum(p.task) != p.source_checksum) {
-      status = absl::FailedPreconditionError(
-          "a source buffer changed between Submit and the task's run; buffers belong to the "
-          "engine until the task completes");
-    } else {
-      status = RunTask(p.task);
+    for (Pending& p : mine) {
+      absl::Status status;
+      if (check_buffers_ && SourceChecksum(p.task) != p.source_checksum) {
+        status = absl::FailedPreconditionError(
+            "a source buffer changed between Submit and the task's run; buffers belong to the "
+            "engine until the task completes");
+      } else {
+        status = RunTask(p.task);
+      }
+      p.done(std::move(status));
     }
-    p.done(std::move(status));
+    mine.clear();
   }
 }
 

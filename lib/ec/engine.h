@@ -24,7 +24,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <future>
 #include <memory>
@@ -123,12 +122,22 @@ class Engine {
     uint64_t source_checksum = 0;  // With check_buffers only.
   };
   void Work();
+  // Moves the held tasks to the queue and wakes idle workers. Takes held_mu_ then mu_.
+  void FlushHeld();
 
   const bool check_buffers_;
-  std::mutex mu_;
-  std::condition_variable ready_;
+  const int workers_;
+  // held_ has its own lock so that held (kNone) submits never contend with the workers.
+  std::mutex held_mu_;
   std::vector<Pending> held_;  // Submitted with kNone, not yet flushed.
-  std::deque<Pending> queue_;  // Flushed, waiting for a worker.
+  std::mutex mu_;              // Guards everything below.
+  std::condition_variable ready_;
+  // Flushed tasks: [head_, size) wait for a worker. A worker takes a chunk of them per lock
+  // (all of them when it is the only worker); the vector's capacity is reused, so a steady
+  // stream of tasks allocates nothing here.
+  std::vector<Pending> queue_;
+  size_t head_ = 0;
+  int idle_ = 0;  // Workers waiting on ready_; a flush notifies only when some are.
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
