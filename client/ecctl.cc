@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
@@ -88,6 +89,7 @@ class Client {
     objects_ = v1::Objects::NewStub(channel_);
     devices_ = v1::Devices::NewStub(channel_);
     rebuilds_ = v1::Rebuilds::NewStub(channel_);
+    cxl_ = v1::Cxl::NewStub(channel_);
   }
 
   std::unique_ptr<grpc::ClientContext> Context() const {
@@ -112,6 +114,7 @@ class Client {
   v1::Objects::Stub& objects() { return *objects_; }
   v1::Devices::Stub& devices() { return *devices_; }
   v1::Rebuilds::Stub& rebuilds() { return *rebuilds_; }
+  v1::Cxl::Stub& cxl() { return *cxl_; }
   const Globals& globals() const { return g_; }
 
  private:
@@ -120,6 +123,7 @@ class Client {
   std::unique_ptr<v1::Objects::Stub> objects_;
   std::unique_ptr<v1::Devices::Stub> devices_;
   std::unique_ptr<v1::Rebuilds::Stub> rebuilds_;
+  std::unique_ptr<v1::Cxl::Stub> cxl_;
 };
 
 const char* StateName(v1::DeviceState s) {
@@ -482,6 +486,101 @@ void RebuildGet(Client& c, uint64_t id) {
   PrintJson(job);
 }
 
+v1::CxlLog ParseLog(const std::string& s) {
+  if (s == "informational" || s == "info") return v1::CXL_LOG_INFORMATIONAL;
+  if (s == "warning" || s == "warn") return v1::CXL_LOG_WARNING;
+  if (s == "failure" || s == "fail") return v1::CXL_LOG_FAILURE;
+  if (s == "fatal") return v1::CXL_LOG_FATAL;
+  throw Failure{2, absl::StrCat("--log ", s, " is not informational, warning, failure or fatal")};
+}
+
+void CxlInject(Client& c, const v1::CxlInjectRequest& request) {
+  v1::CxlInjectResponse response;
+  auto context = c.Context();
+  c.Check(c.cxl().Inject(context.get(), request, &response),
+          absl::StrCat("cxl inject ", request.device()));
+  if (c.globals().json) return PrintJson(response);
+  if (response.overflowed()) {
+    std::printf("device %u: log full, record dropped and counted as overflow\n", request.device());
+  } else {
+    std::printf("device %u: record handle %u inserted%s\n", request.device(), response.handle(),
+                response.interrupt_raised() ? " (interrupt raised)" : "");
+  }
+}
+
+void CxlEvents(Client& c, uint32_t device, const std::string& log) {
+  v1::CxlGetEventRecordsRequest request;
+  request.set_device(device);
+  request.set_log(ParseLog(log));
+  v1::CxlGetEventRecordsResponse response;
+  auto context = c.Context();
+  c.Check(c.cxl().GetEventRecords(context.get(), request, &response),
+          absl::StrCat("cxl events ", device));
+  if (c.globals().json) return PrintJson(response);
+  std::printf("%d records%s%s\n", response.records_size(), response.more_records() ? " (more)" : "",
+              response.overflow()
+                  ? absl::StrCat(", overflowed: ", response.overflow_count(), " lost").c_str()
+                  : "");
+  for (const v1::CxlEventRecord& r : response.records()) {
+    std::printf("%u %s\n", r.handle(), r.json().c_str());
+  }
+}
+
+void CxlClear(Client& c, uint32_t device, const std::string& log,
+              const std::vector<uint32_t>& handles, bool all) {
+  v1::CxlClearEventRecordsRequest request;
+  request.set_device(device);
+  request.set_log(ParseLog(log));
+  request.set_clear_all(all);
+  for (uint32_t h : handles) request.add_handles(h);
+  v1::CxlClearEventRecordsResponse response;
+  auto context = c.Context();
+  c.Check(c.cxl().ClearEventRecords(context.get(), request, &response),
+          absl::StrCat("cxl clear ", device));
+  if (c.globals().json) return PrintJson(response);
+  std::printf("device %u: cleared\n", device);
+}
+
+void CxlPolicy(Client& c, uint32_t device, const std::vector<std::string>& sets) {
+  v1::CxlInterruptPolicy policy;
+  auto context = c.Context();
+  if (sets.empty()) {
+    v1::CxlGetInterruptPolicyRequest request;
+    request.set_device(device);
+    c.Check(c.cxl().GetInterruptPolicy(context.get(), request, &policy),
+            absl::StrCat("cxl policy ", device));
+  } else {
+    v1::CxlSetInterruptPolicyRequest request;
+    request.set_device(device);
+    for (const std::string& s : sets) {  // LOG=MODE
+      const size_t eq = s.find('=');
+      if (eq == std::string::npos) {
+        throw Failure{2, absl::StrCat("--set ", s, " is not LOG=MODE (e.g. failure=msi)")};
+      }
+      const std::string mode = s.substr(eq + 1);
+      switch (ParseLog(s.substr(0, eq))) {
+        case v1::CXL_LOG_INFORMATIONAL:
+          request.mutable_policy()->set_informational(mode);
+          break;
+        case v1::CXL_LOG_WARNING:
+          request.mutable_policy()->set_warning(mode);
+          break;
+        case v1::CXL_LOG_FAILURE:
+          request.mutable_policy()->set_failure(mode);
+          break;
+        default:
+          request.mutable_policy()->set_fatal(mode);
+          break;
+      }
+    }
+    c.Check(c.cxl().SetInterruptPolicy(context.get(), request, &policy),
+            absl::StrCat("cxl policy ", device, " --set"));
+  }
+  if (c.globals().json) return PrintJson(policy);
+  std::printf("informational=%s warning=%s failure=%s fatal=%s\n", policy.informational().c_str(),
+              policy.warning().c_str(), policy.failure().c_str(), policy.fatal().c_str());
+}
+
 void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
   v1::SetDeviceStateRequest request;
   request.set_id(id);
@@ -561,6 +660,61 @@ int Main(int argc, char** argv) {
       dev->add_subcommand("evacuate", "Move every block off a device, then take it out of service");
   dev_evacuate->add_option("DEV", device, "Device id")->required();
 
+  // cxl
+  v1::CxlInjectRequest inject;
+  std::string cxl_log = "failure", cxl_type, dpa_text;
+  std::vector<uint32_t> handles;
+  std::vector<std::string> policy_sets;
+  bool clear_all = false;
+  auto* cxl = app.add_subcommand("cxl", "CXL memory-device event logs of the devices");
+  cxl->require_subcommand(1);
+  auto* cxl_inject = cxl->add_subcommand("inject", "Insert an event record into a device's log");
+  cxl_inject->add_option("DEV", device, "Device id")->required();
+  cxl_inject->add_option("--log", cxl_log, "informational, warning, failure or fatal")
+      ->capture_default_str();
+  cxl_inject->add_option("--type", cxl_type, "general-media, dram or memory-module")->required();
+  cxl_inject->add_option("--dpa", dpa_text, "Device physical address (bytes; 0x... or decimal)");
+  auto u32 = [&](const char* flag, const char* help, auto setter) {
+    cxl_inject->add_option_function<uint32_t>(
+        flag, [&inject, setter](const uint32_t& v) { (inject.*setter)(v); }, help);
+  };
+  u32("--descriptor", "Memory event descriptor (1 uncorrectable, 2 threshold, 4 poison overflow)",
+      &v1::CxlInjectRequest::set_event_descriptor);
+  u32("--event-type", "Media event type", &v1::CxlInjectRequest::set_event_type);
+  u32("--transaction-type", "Transaction type", &v1::CxlInjectRequest::set_transaction_type);
+  u32("--channel", "Channel", &v1::CxlInjectRequest::set_channel);
+  u32("--rank", "Rank", &v1::CxlInjectRequest::set_rank);
+  u32("--module-event-type", "Memory module device event type",
+      &v1::CxlInjectRequest::set_module_event_type);
+  u32("--health-status", "Health status (4 = replacement needed)",
+      &v1::CxlInjectRequest::set_health_status);
+  u32("--media-status", "Media status (3 = all data lost, 9 = all data loss imminent)",
+      &v1::CxlInjectRequest::set_media_status);
+  u32("--additional-status", "Additional status", &v1::CxlInjectRequest::set_additional_status);
+  u32("--life-used", "Life used, percent", &v1::CxlInjectRequest::set_life_used);
+  cxl_inject->add_option_function<int32_t>(
+      "--temperature", [&inject](const int32_t& v) { inject.set_temperature(v); },
+      "Device temperature, degrees C");
+  cxl_inject->add_flag_function(
+      "--replacement-needed", [&inject](int64_t) { inject.set_hardware_replacement_needed(true); },
+      "Set the hardware-replacement-needed header flag");
+  cxl_inject->add_flag_function(
+      "--permanent", [&inject](int64_t) { inject.set_permanent(true); },
+      "Set the permanent-condition header flag");
+  auto* cxl_events = cxl->add_subcommand("events", "Get the uncleared records of a device's log");
+  cxl_events->add_option("DEV", device, "Device id")->required();
+  cxl_events->add_option("--log", cxl_log, "informational, warning, failure or fatal")
+      ->capture_default_str();
+  auto* cxl_clear = cxl->add_subcommand("clear", "Clear records of a device's log by handle");
+  cxl_clear->add_option("DEV", device, "Device id")->required();
+  cxl_clear->add_option("--log", cxl_log, "informational, warning, failure or fatal")
+      ->capture_default_str();
+  cxl_clear->add_option("--handles", handles, "Handles, oldest first")->delimiter(',');
+  cxl_clear->add_flag("--all", clear_all, "Clear All (only allowed on an overflowed log)");
+  auto* cxl_policy = cxl->add_subcommand("policy", "Show or set a device's event interrupt policy");
+  cxl_policy->add_option("DEV", device, "Device id")->required();
+  cxl_policy->add_option("--set", policy_sets, "LOG=MODE, MODE none, msi or fw (repeatable)");
+
   uint64_t job_id = 0;
   auto* rebuild = app.add_subcommand("rebuild", "Proactive rebuild jobs");
   rebuild->require_subcommand(1);
@@ -602,6 +756,26 @@ int Main(int argc, char** argv) {
       DeviceSet(c, device, v1::DEVICE_STATE_ONLINE);
     } else if (dev_evacuate->parsed()) {
       DeviceSet(c, device, v1::DEVICE_STATE_FAILING);
+    } else if (cxl_inject->parsed()) {
+      inject.set_device(device);
+      inject.set_log(ParseLog(cxl_log));
+      inject.set_type(cxl_type);
+      if (!dpa_text.empty()) {
+        uint64_t dpa = 0;
+        const bool hex = dpa_text.rfind("0x", 0) == 0;
+        if (!(hex ? absl::SimpleHexAtoi(dpa_text.substr(2), &dpa)
+                  : absl::SimpleAtoi(dpa_text, &dpa))) {
+          throw Failure{2, absl::StrCat("--dpa ", dpa_text, " is not a number")};
+        }
+        inject.set_dpa(dpa);
+      }
+      CxlInject(c, inject);
+    } else if (cxl_events->parsed()) {
+      CxlEvents(c, device, cxl_log);
+    } else if (cxl_clear->parsed()) {
+      CxlClear(c, device, cxl_log, handles, clear_all);
+    } else if (cxl_policy->parsed()) {
+      CxlPolicy(c, device, policy_sets);
     } else if (rebuild_ls->parsed()) {
       RebuildList(c);
     } else if (rebuild_get->parsed()) {

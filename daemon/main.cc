@@ -14,7 +14,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/cxl_service.h"
 #include "daemon/services.h"
+#include "lib/store/cxl_monitor.h"
+#include "lib/store/event_policy.h"
 #include "lib/store/rebuild_scheduler.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
@@ -42,6 +45,15 @@ struct Flags {
   uint32_t nvme_mdts = 8;
   bool nvme_direct = true;
   std::string rebuild_rate = "0";
+  uint32_t cxl_log_capacity = 64;
+  double cxl_poll_interval = 1.0;
+  std::string cxl_interrupt_mode = "msi";
+  std::string cxl_media_error = "rebuild";
+  std::string cxl_module_critical = "evacuate";
+  std::string cxl_fatal = "fail";
+  std::string cxl_other = "count";
+  uint32_t cxl_life_used_critical = 95;
+  int cxl_temperature_critical = 85;
 };
 
 int Fail(const std::string& message) {
@@ -95,6 +107,37 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--rebuild-rate", f.rebuild_rate,
                  "Bandwidth limit of proactive rebuild jobs in bytes/s (e.g. 200M); 0 = none")
+      ->capture_default_str();
+  app.add_option("--cxl-log-capacity", f.cxl_log_capacity,
+                 "Records each CXL event log of a device holds before it overflows")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  app.add_option("--cxl-poll-interval", f.cxl_poll_interval,
+                 "Seconds between drains of CXL logs without an interrupt (0: interrupts only)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--cxl-interrupt-mode", f.cxl_interrupt_mode,
+                 "Initial event interrupt mode of every log: none, msi or fw")
+      ->check(CLI::IsMember({"none", "msi", "fw"}))
+      ->capture_default_str();
+  for (auto [flag, target, help] :
+       {std::tuple<const char*, std::string*, const char*>{
+            "--cxl-media-error", &f.cxl_media_error,
+            "Action for General Media/DRAM uncorrectable or threshold events"},
+        {"--cxl-module-critical", &f.cxl_module_critical,
+         "Action for Memory Module replacement-needed, data-loss, life or temperature events"},
+        {"--cxl-fatal", &f.cxl_fatal, "Action for Fatal-severity events"},
+        {"--cxl-other", &f.cxl_other, "Action for every other event"}}) {
+    app.add_option(flag, *target, std::string(help) + ": ignore, count, rebuild, evacuate, fail")
+        ->check(CLI::IsMember({"ignore", "count", "rebuild", "evacuate", "fail"}))
+        ->capture_default_str();
+  }
+  app.add_option("--cxl-life-used-critical", f.cxl_life_used_critical,
+                 "Life used (percent) at which a memory module counts as critical")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--cxl-temperature-critical", f.cxl_temperature_critical,
+                 "Device temperature (C) at which a memory module counts as critical")
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -174,6 +217,34 @@ int Main(int argc, char** argv) {
   ecd::daemon::ObjectsService objects(store->get());
   ecd::store::RebuildScheduler rebuilds(store->get(), rebuild_options);
   rebuilds.ResumeEvacuations();
+  ecd::store::EventPolicyOptions policy_options;
+  policy_options.media_error = *ecd::store::ParsePolicyAction(f.cxl_media_error);
+  policy_options.module_critical = *ecd::store::ParsePolicyAction(f.cxl_module_critical);
+  policy_options.fatal = *ecd::store::ParsePolicyAction(f.cxl_fatal);
+  policy_options.other = *ecd::store::ParsePolicyAction(f.cxl_other);
+  policy_options.life_used_critical = f.cxl_life_used_critical;
+  policy_options.temperature_critical = f.cxl_temperature_critical;
+  ecd::store::EventPolicy policy(store->get(), &rebuilds, policy_options);
+  ecd::store::CxlMonitorOptions cxl_options;
+  cxl_options.device.capacity.fill(f.cxl_log_capacity);
+  cxl_options.poll_interval = absl::Seconds(f.cxl_poll_interval);
+  cxl_options.initial_mode = f.cxl_interrupt_mode == "none" ? ecd::cxl::InterruptMode::kNone
+                             : f.cxl_interrupt_mode == "fw" ? ecd::cxl::InterruptMode::kFwInterrupt
+                                                            : ecd::cxl::InterruptMode::kMsi;
+  absl::StatusOr<std::vector<ecd::store::DeviceStatus>> device_list = (*store)->ListDevices();
+  if (!device_list.ok()) {
+    ecd::Log(ecd::LogLevel::kError, "cannot list devices: %s", device_list.status().ToString());
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<ecd::store::CxlMonitor>> cxl_monitor =
+      ecd::store::CxlMonitor::Create(&policy, static_cast<uint32_t>(device_list->size()),
+                                     cxl_options);
+  if (!cxl_monitor.ok()) {
+    ecd::Log(ecd::LogLevel::kError, "cannot start the CXL monitor: %s",
+             cxl_monitor.status().ToString());
+    return 1;
+  }
+  ecd::daemon::CxlService cxl_service(cxl_monitor->get());
   ecd::daemon::DevicesService devices(store->get(), &rebuilds);
   ecd::daemon::RebuildsService rebuild_service(&rebuilds);
   grpc::EnableDefaultHealthCheckService(true);
@@ -189,6 +260,7 @@ int Main(int argc, char** argv) {
   builder.RegisterService(&objects);
   builder.RegisterService(&devices);
   builder.RegisterService(&rebuild_service);
+  builder.RegisterService(&cxl_service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     ecd::Log(ecd::LogLevel::kError, "cannot listen on %s%s%s (is another ecd running?)", f.listen,

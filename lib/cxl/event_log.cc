@@ -91,7 +91,8 @@ uint64_t EventLogDevice::Now() const {
                                    .count());
 }
 
-absl::StatusOr<InsertResult> EventLogDevice::InsertRecord(EventLog log, const RawEventRecord& record) {
+absl::StatusOr<InsertResult> EventLogDevice::InsertRecord(EventLog log,
+                                                          const RawEventRecord& record) {
   const int index = DeviceLogIndex(static_cast<uint8_t>(log));
   if (index < 0) {
     return absl::InvalidArgumentError(

@@ -124,7 +124,7 @@ class EventLogDevice {
  private:
   struct Log {
     std::deque<RawEventRecord> records;  // oldest first
-    std::bitset<0x10000> live;        // handles held by `records`
+    std::bitset<0x10000> live;           // handles held by `records`
     uint16_t next_handle = 1;
     uint16_t overflow_count = 0;
     uint64_t first_overflow_ts = 0;

@@ -1,0 +1,941 @@
+// CXL event record codecs, names and JSON rendering.
+#include "lib/cxl/event_record.h"
+
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace ecd::cxl {
+namespace {
+
+using Image = std::array<uint8_t, kRecordSize>;
+
+// Little-endian field access at a compile-time offset; the static_assert keeps every access
+// inside the 128-byte image.
+template <size_t kOffset, size_t kLen>
+uint64_t GetLe(const Image& img) {
+  static_assert(kLen >= 1 && kLen <= 8 && kOffset + kLen <= kRecordSize);
+  uint64_t v = 0;
+  for (size_t i = kLen; i-- > 0;) v = (v << 8) | img[kOffset + i];
+  return v;
+}
+
+template <size_t kOffset, size_t kLen>
+void PutLe(Image& img, uint64_t v) {
+  static_assert(kLen >= 1 && kLen <= 8 && kOffset + kLen <= kRecordSize);
+  for (size_t i = 0; i < kLen; ++i) img[kOffset + i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+template <size_t kOffset, size_t kLen>
+std::array<uint8_t, kLen> GetBytes(const Image& img) {
+  static_assert(kOffset + kLen <= kRecordSize);
+  std::array<uint8_t, kLen> out;
+  std::memcpy(out.data(), img.data() + kOffset, kLen);
+  return out;
+}
+
+template <size_t kOffset, size_t kLen>
+void PutBytes(Image& img, const std::array<uint8_t, kLen>& in) {
+  static_assert(kOffset + kLen <= kRecordSize);
+  std::memcpy(img.data() + kOffset, in.data(), kLen);
+}
+
+template <typename E>
+E GetEnum(uint8_t raw) {
+  return static_cast<E>(raw);
+}
+
+template <typename E>
+uint8_t Raw(E v) {
+  return static_cast<uint8_t>(v);
+}
+
+// Event-specific offsets (absolute within the record).
+// Media header shared by GMER and DER.
+constexpr size_t kPhysAddrOffset = 0x30;
+constexpr size_t kDescriptorOffset = 0x38;
+constexpr size_t kMemEventTypeOffset = 0x39;
+constexpr size_t kTransactionTypeOffset = 0x3A;
+constexpr size_t kValidityOffset = 0x3B;
+constexpr size_t kChannelOffset = 0x3D;
+constexpr size_t kRankOffset = 0x3E;
+// GMER.
+constexpr size_t kGmerDeviceOffset = 0x3F;
+constexpr size_t kGmerComponentIdOffset = 0x42;
+constexpr size_t kGmerCmeFlagsOffset = 0x52;
+constexpr size_t kGmerCmeCountOffset = 0x53;
+constexpr size_t kGmerSubTypeOffset = 0x56;
+constexpr size_t kGmerReservedOffset = 0x57;
+// DER.
+constexpr size_t kDramNibbleMaskOffset = 0x3F;
+constexpr size_t kDramBankGroupOffset = 0x42;
+constexpr size_t kDramBankOffset = 0x43;
+constexpr size_t kDramRowOffset = 0x44;
+constexpr size_t kDramColumnOffset = 0x47;
+constexpr size_t kDramCorrectionMaskOffset = 0x49;
+constexpr size_t kDramComponentIdOffset = 0x69;
+constexpr size_t kDramSubChannelOffset = 0x79;
+constexpr size_t kDramCmeFlagsOffset = 0x7A;
+constexpr size_t kDramCvmeCountOffset = 0x7B;
+constexpr size_t kDramSubTypeOffset = 0x7E;
+constexpr size_t kDramReservedOffset = 0x7F;
+// MMER.
+constexpr size_t kMmerEventTypeOffset = 0x30;
+constexpr size_t kMmerHealthStatusOffset = 0x31;
+constexpr size_t kMmerMediaStatusOffset = 0x32;
+constexpr size_t kMmerAdditionalStatusOffset = 0x33;
+constexpr size_t kMmerLifeUsedOffset = 0x34;
+constexpr size_t kMmerDeviceTempOffset = 0x35;
+constexpr size_t kMmerDirtyShutdownOffset = 0x37;
+constexpr size_t kMmerCorVolErrOffset = 0x3B;
+constexpr size_t kMmerCorPerErrOffset = 0x3F;
+constexpr size_t kMmerValidityOffset = 0x43;
+constexpr size_t kMmerComponentIdOffset = 0x45;
+constexpr size_t kMmerSubTypeOffset = 0x55;
+constexpr size_t kMmerReservedOffset = 0x56;
+
+static_assert(kGmerReservedOffset + 41 == kRecordSize);
+static_assert(kDramReservedOffset + 1 == kRecordSize);
+static_assert(kMmerReservedOffset + 42 == kRecordSize);
+static_assert(kHeaderReservedOffset + kHeaderReservedSize == kRecordDataOffset);
+
+EventHeader DecodeHeader(const Image& img) {
+  EventHeader h;
+  h.length = static_cast<uint8_t>(GetLe<kHeaderLengthOffset, 1>(img));
+  h.flags = static_cast<uint32_t>(GetLe<kHeaderFlagsOffset, kHeaderFlagsSize>(img));
+  h.handle = static_cast<uint16_t>(GetLe<kHeaderHandleOffset, 2>(img));
+  h.related_handle = static_cast<uint16_t>(GetLe<kHeaderRelatedHandleOffset, 2>(img));
+  h.timestamp = GetLe<kHeaderTimestampOffset, 8>(img);
+  h.maint_op_class = static_cast<uint8_t>(GetLe<kHeaderMaintOpClassOffset, 1>(img));
+  h.maint_op_sub_class = static_cast<uint8_t>(GetLe<kHeaderMaintOpSubClassOffset, 1>(img));
+  h.ld_id = static_cast<uint16_t>(GetLe<kHeaderLdIdOffset, 2>(img));
+  h.head_id = static_cast<uint8_t>(GetLe<kHeaderHeadIdOffset, 1>(img));
+  h.reserved = GetBytes<kHeaderReservedOffset, kHeaderReservedSize>(img);
+  return h;
+}
+
+void EncodeHeader(const Uuid& uuid, const EventHeader& h, Image& img) {
+  PutBytes<kHeaderUuidOffset, 16>(img, uuid.bytes);
+  PutLe<kHeaderLengthOffset, 1>(img, h.length);
+  PutLe<kHeaderFlagsOffset, kHeaderFlagsSize>(img, h.flags & kFlagsMask);
+  PutLe<kHeaderHandleOffset, 2>(img, h.handle);
+  PutLe<kHeaderRelatedHandleOffset, 2>(img, h.related_handle);
+  PutLe<kHeaderTimestampOffset, 8>(img, h.timestamp);
+  PutLe<kHeaderMaintOpClassOffset, 1>(img, h.maint_op_class);
+  PutLe<kHeaderMaintOpSubClassOffset, 1>(img, h.maint_op_sub_class);
+  PutLe<kHeaderLdIdOffset, 2>(img, h.ld_id);
+  PutLe<kHeaderHeadIdOffset, 1>(img, h.head_id);
+  PutBytes<kHeaderReservedOffset, kHeaderReservedSize>(img, h.reserved);
+}
+
+GeneralMediaRecord DecodeGeneralMedia(const Image& img) {
+  GeneralMediaRecord r;
+  r.header = DecodeHeader(img);
+  r.physical_address = GetLe<kPhysAddrOffset, 8>(img);
+  r.descriptor = static_cast<uint8_t>(GetLe<kDescriptorOffset, 1>(img));
+  r.type = GetEnum<GmerEventType>(img[kMemEventTypeOffset]);
+  r.transaction_type = GetEnum<TransactionType>(img[kTransactionTypeOffset]);
+  r.validity_flags = static_cast<uint16_t>(GetLe<kValidityOffset, 2>(img));
+  r.channel = img[kChannelOffset];
+  r.rank = img[kRankOffset];
+  r.device = static_cast<uint32_t>(GetLe<kGmerDeviceOffset, 3>(img));
+  r.component_id = GetBytes<kGmerComponentIdOffset, 16>(img);
+  r.cme_threshold_ev_flags = img[kGmerCmeFlagsOffset];
+  r.cme_count = static_cast<uint32_t>(GetLe<kGmerCmeCountOffset, 3>(img));
+  r.sub_type = GetEnum<MemEventSubType>(img[kGmerSubTypeOffset]);
+  r.reserved = GetBytes<kGmerReservedOffset, 41>(img);
+  return r;
+}
+
+void EncodeGeneralMedia(const GeneralMediaRecord& r, Image& img) {
+  EncodeHeader(kGeneralMediaUuid, r.header, img);
+  PutLe<kPhysAddrOffset, 8>(img, r.physical_address);
+  PutLe<kDescriptorOffset, 1>(img, r.descriptor);
+  PutLe<kMemEventTypeOffset, 1>(img, Raw(r.type));
+  PutLe<kTransactionTypeOffset, 1>(img, Raw(r.transaction_type));
+  PutLe<kValidityOffset, 2>(img, r.validity_flags);
+  PutLe<kChannelOffset, 1>(img, r.channel);
+  PutLe<kRankOffset, 1>(img, r.rank);
+  PutLe<kGmerDeviceOffset, 3>(img, r.device);
+  PutBytes<kGmerComponentIdOffset, 16>(img, r.component_id);
+  PutLe<kGmerCmeFlagsOffset, 1>(img, r.cme_threshold_ev_flags);
+  PutLe<kGmerCmeCountOffset, 3>(img, r.cme_count);
+  PutLe<kGmerSubTypeOffset, 1>(img, Raw(r.sub_type));
+  PutBytes<kGmerReservedOffset, 41>(img, r.reserved);
+}
+
+DramRecord DecodeDram(const Image& img) {
+  DramRecord r;
+  r.header = DecodeHeader(img);
+  r.physical_address = GetLe<kPhysAddrOffset, 8>(img);
+  r.descriptor = img[kDescriptorOffset];
+  r.type = GetEnum<DramEventType>(img[kMemEventTypeOffset]);
+  r.transaction_type = GetEnum<TransactionType>(img[kTransactionTypeOffset]);
+  r.validity_flags = static_cast<uint16_t>(GetLe<kValidityOffset, 2>(img));
+  r.channel = img[kChannelOffset];
+  r.rank = img[kRankOffset];
+  r.nibble_mask = static_cast<uint32_t>(GetLe<kDramNibbleMaskOffset, 3>(img));
+  r.bank_group = img[kDramBankGroupOffset];
+  r.bank = img[kDramBankOffset];
+  r.row = static_cast<uint32_t>(GetLe<kDramRowOffset, 3>(img));
+  r.column = static_cast<uint16_t>(GetLe<kDramColumnOffset, 2>(img));
+  r.correction_mask = GetBytes<kDramCorrectionMaskOffset, 32>(img);
+  r.component_id = GetBytes<kDramComponentIdOffset, 16>(img);
+  r.sub_channel = img[kDramSubChannelOffset];
+  r.cme_threshold_ev_flags = img[kDramCmeFlagsOffset];
+  r.cvme_count = static_cast<uint32_t>(GetLe<kDramCvmeCountOffset, 3>(img));
+  r.sub_type = GetEnum<MemEventSubType>(img[kDramSubTypeOffset]);
+  r.reserved = img[kDramReservedOffset];
+  return r;
+}
+
+void EncodeDram(const DramRecord& r, Image& img) {
+  EncodeHeader(kDramUuid, r.header, img);
+  PutLe<kPhysAddrOffset, 8>(img, r.physical_address);
+  PutLe<kDescriptorOffset, 1>(img, r.descriptor);
+  PutLe<kMemEventTypeOffset, 1>(img, Raw(r.type));
+  PutLe<kTransactionTypeOffset, 1>(img, Raw(r.transaction_type));
+  PutLe<kValidityOffset, 2>(img, r.validity_flags);
+  PutLe<kChannelOffset, 1>(img, r.channel);
+  PutLe<kRankOffset, 1>(img, r.rank);
+  PutLe<kDramNibbleMaskOffset, 3>(img, r.nibble_mask);
+  PutLe<kDramBankGroupOffset, 1>(img, r.bank_group);
+  PutLe<kDramBankOffset, 1>(img, r.bank);
+  PutLe<kDramRowOffset, 3>(img, r.row);
+  PutLe<kDramColumnOffset, 2>(img, r.column);
+  PutBytes<kDramCorrectionMaskOffset, 32>(img, r.correction_mask);
+  PutBytes<kDramComponentIdOffset, 16>(img, r.component_id);
+  PutLe<kDramSubChannelOffset, 1>(img, r.sub_channel);
+  PutLe<kDramCmeFlagsOffset, 1>(img, r.cme_threshold_ev_flags);
+  PutLe<kDramCvmeCountOffset, 3>(img, r.cvme_count);
+  PutLe<kDramSubTypeOffset, 1>(img, Raw(r.sub_type));
+  PutLe<kDramReservedOffset, 1>(img, r.reserved);
+}
+
+MemoryModuleRecord DecodeMemoryModule(const Image& img) {
+  MemoryModuleRecord r;
+  r.header = DecodeHeader(img);
+  r.event_type = GetEnum<MemModuleEventType>(img[kMmerEventTypeOffset]);
+  r.health.health_status = img[kMmerHealthStatusOffset];
+  r.health.media_status = GetEnum<MediaStatus>(img[kMmerMediaStatusOffset]);
+  r.health.additional_status = img[kMmerAdditionalStatusOffset];
+  r.health.life_used = img[kMmerLifeUsedOffset];
+  r.health.device_temp = static_cast<int16_t>(GetLe<kMmerDeviceTempOffset, 2>(img));
+  r.health.dirty_shutdown_count = static_cast<uint32_t>(GetLe<kMmerDirtyShutdownOffset, 4>(img));
+  r.health.corrected_volatile_error_count =
+      static_cast<uint32_t>(GetLe<kMmerCorVolErrOffset, 4>(img));
+  r.health.corrected_persistent_error_count =
+      static_cast<uint32_t>(GetLe<kMmerCorPerErrOffset, 4>(img));
+  r.validity_flags = static_cast<uint16_t>(GetLe<kMmerValidityOffset, 2>(img));
+  r.component_id = GetBytes<kMmerComponentIdOffset, 16>(img);
+  r.event_sub_type = GetEnum<MemModuleEventSubType>(img[kMmerSubTypeOffset]);
+  r.reserved = GetBytes<kMmerReservedOffset, 42>(img);
+  return r;
+}
+
+void EncodeMemoryModule(const MemoryModuleRecord& r, Image& img) {
+  EncodeHeader(kMemoryModuleUuid, r.header, img);
+  PutLe<kMmerEventTypeOffset, 1>(img, Raw(r.event_type));
+  PutLe<kMmerHealthStatusOffset, 1>(img, r.health.health_status);
+  PutLe<kMmerMediaStatusOffset, 1>(img, Raw(r.health.media_status));
+  PutLe<kMmerAdditionalStatusOffset, 1>(img, r.health.additional_status);
+  PutLe<kMmerLifeUsedOffset, 1>(img, r.health.life_used);
+  PutLe<kMmerDeviceTempOffset, 2>(img, static_cast<uint16_t>(r.health.device_temp));
+  PutLe<kMmerDirtyShutdownOffset, 4>(img, r.health.dirty_shutdown_count);
+  PutLe<kMmerCorVolErrOffset, 4>(img, r.health.corrected_volatile_error_count);
+  PutLe<kMmerCorPerErrOffset, 4>(img, r.health.corrected_persistent_error_count);
+  PutLe<kMmerValidityOffset, 2>(img, r.validity_flags);
+  PutBytes<kMmerComponentIdOffset, 16>(img, r.component_id);
+  PutLe<kMmerSubTypeOffset, 1>(img, Raw(r.event_sub_type));
+  PutBytes<kMmerReservedOffset, 42>(img, r.reserved);
+}
+
+// A bit and the name the kernel's __print_flags table gives it.
+struct FlagName {
+  uint32_t bit;
+  std::string_view name;
+};
+
+// Renders like the kernel's trace_print_flags_seq(): matched names joined by `delim`, then
+// the unmatched remainder as hex.
+template <size_t N>
+std::string FlagsString(uint32_t flags, std::string_view delim, const FlagName (&table)[N]) {
+  std::string out;
+  for (const FlagName& f : table) {
+    if ((flags & f.bit) != f.bit) continue;
+    if (!out.empty()) out.append(delim);
+    out.append(f.name);
+    flags &= ~f.bit;
+  }
+  if (flags != 0) {
+    if (!out.empty()) out.append(delim);
+    absl::StrAppend(&out, absl::StrFormat("0x%x", flags));
+  }
+  return out;
+}
+
+std::optional<PldmComponentId> PldmIfValid(uint16_t validity, uint16_t component_bit,
+                                           uint16_t format_bit,
+                                           const std::array<uint8_t, 16>& component_id) {
+  if ((validity & component_bit) == 0 || (validity & format_bit) == 0) return std::nullopt;
+  return ParsePldmComponentId(component_id);
+}
+
+// Minimal JSON object writer: keys and values appended in order, no whitespace.
+class JsonObject {
+ public:
+  JsonObject() : out_("{") {}
+
+  void Str(std::string_view key, std::string_view value) {
+    Key(key);
+    AppendQuoted(value);
+  }
+  void Uint(std::string_view key, uint64_t value) {
+    Key(key);
+    absl::StrAppend(&out_, value);
+  }
+  void Int(std::string_view key, int64_t value) {
+    Key(key);
+    absl::StrAppend(&out_, value);
+  }
+  template <size_t N>
+  void Bytes(std::string_view key, const std::array<uint8_t, N>& bytes) {
+    Key(key);
+    out_.push_back('[');
+    for (size_t i = 0; i < N; ++i) {
+      if (i != 0) out_.push_back(',');
+      absl::StrAppend(&out_, bytes[i]);
+    }
+    out_.push_back(']');
+  }
+  std::string Finish() && {
+    out_.push_back('}');
+    return std::move(out_);
+  }
+
+ private:
+  void Key(std::string_view key) {
+    if (out_.size() > 1) out_.push_back(',');
+    AppendQuoted(key);
+    out_.push_back(':');
+  }
+  // RFC 8259 escaping: quote, backslash and control characters; other bytes pass through.
+  void AppendQuoted(std::string_view s) {
+    out_.push_back('"');
+    for (char c : s) {
+      switch (c) {
+        case '"':
+          out_ += "\\\"";
+          break;
+        case '\\':
+          out_ += "\\\\";
+          break;
+        case '\b':
+          out_ += "\\b";
+          break;
+        case '\f':
+          out_ += "\\f";
+          break;
+        case '\n':
+          out_ += "\\n";
+          break;
+        case '\r':
+          out_ += "\\r";
+          break;
+        case '\t':
+          out_ += "\\t";
+          break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            absl::StrAppend(&out_, absl::StrFormat("\\u%04x", static_cast<unsigned char>(c)));
+          } else {
+            out_.push_back(c);
+          }
+      }
+    }
+    out_.push_back('"');
+  }
+
+  std::string out_;
+};
+
+// Fields common to every cxl event tracepoint (CXL_EVT_TP_entry), minus memdev/host/serial.
+void HeaderJson(JsonObject& j, std::string_view event, std::string_view log_name, const Uuid& uuid,
+                const EventHeader& h) {
+  j.Str("system", "cxl");
+  j.Str("event", event);
+  j.Str("log", log_name);
+  j.Str("hdr_uuid", uuid.ToString());
+  j.Uint("hdr_flags", h.flags & kFlagsMask);
+  j.Uint("hdr_handle", h.handle);
+  j.Uint("hdr_related_handle", h.related_handle);
+  j.Uint("hdr_timestamp", h.timestamp);
+  j.Uint("hdr_length", h.length);
+  j.Uint("hdr_maint_op_class", h.maint_op_class);
+  j.Uint("hdr_maint_op_sub_class", h.maint_op_sub_class);
+}
+
+template <typename E>
+void WarnIfReserved(std::vector<std::string>& w, std::string_view field, E v) {
+  if (!IsKnown(v)) w.push_back(absl::StrFormat("reserved %s 0x%02x", field, Raw(v)));
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+std::string Uuid::ToString() const {
+  std::string out;
+  out.reserve(36);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    absl::StrAppend(&out, absl::StrFormat("%02x", bytes[i]));
+  }
+  return out;
+}
+
+absl::StatusOr<Uuid> Uuid::Parse(std::string_view text) {
+  if (text.size() != 36) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("UUID \"%s\" is not 36 characters (8-4-4-4-12 hex)", text));
+  }
+  Uuid u;
+  size_t byte = 0;
+  for (size_t i = 0; i < text.size();) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (text[i] != '-') {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("UUID \"%s\" has no '-' at position %d", text, i));
+      }
+      ++i;
+      continue;
+    }
+    const int hi = HexValue(text[i]);
+    const int lo = HexValue(text[i + 1]);
+    if (hi < 0 || lo < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("UUID \"%s\" has a non-hex digit near position %d", text, i));
+    }
+    u.bytes[byte++] = static_cast<uint8_t>((hi << 4) | lo);
+    i += 2;
+  }
+  return u;
+}
+
+RecordKind KindFromUuid(const Uuid& uuid) {
+  if (uuid == kGeneralMediaUuid) return RecordKind::kGeneralMedia;
+  if (uuid == kDramUuid) return RecordKind::kDram;
+  if (uuid == kMemoryModuleUuid) return RecordKind::kMemoryModule;
+  if (uuid == kMemorySparingUuid) return RecordKind::kMemorySparing;
+  if (uuid == kDynamicCapacityUuid) return RecordKind::kDynamicCapacity;
+  if (uuid == kPhysicalSwitchUuid) return RecordKind::kPhysicalSwitch;
+  if (uuid == kVirtualSwitchUuid) return RecordKind::kVirtualSwitch;
+  if (uuid == kMldPortUuid) return RecordKind::kMldPort;
+  return RecordKind::kUnknown;
+}
+
+std::string_view RecordKindName(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kGeneralMedia:
+      return "General Media";
+    case RecordKind::kDram:
+      return "DRAM";
+    case RecordKind::kMemoryModule:
+      return "Memory Module";
+    case RecordKind::kMemorySparing:
+      return "Memory Sparing";
+    case RecordKind::kDynamicCapacity:
+      return "Dynamic Capacity";
+    case RecordKind::kPhysicalSwitch:
+      return "Physical Switch";
+    case RecordKind::kVirtualSwitch:
+      return "Virtual Switch";
+    case RecordKind::kMldPort:
+      return "MLD Port";
+    case RecordKind::kUnknown:
+      break;
+  }
+  return "Unknown";
+}
+
+std::string_view SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::kInformational:
+      return "Informational";
+    case Severity::kWarning:
+      return "Warning";
+    case Severity::kFailure:
+      return "Failure";
+    case Severity::kFatal:
+      return "Fatal";
+  }
+  return "Reserved";
+}
+
+bool IsKnown(GmerEventType v) { return Raw(v) <= Raw(GmerEventType::kCkidViolation); }
+bool IsKnown(DramEventType v) { return Raw(v) <= Raw(DramEventType::kCkidViolation); }
+bool IsKnown(TransactionType v) { return Raw(v) <= Raw(TransactionType::kMediaInitialization); }
+bool IsKnown(MemEventSubType v) { return Raw(v) <= Raw(MemEventSubType::kMediaLinkCrcError); }
+bool IsKnown(MemModuleEventType v) {
+  return Raw(v) <= Raw(MemModuleEventType::kPowerManagementFault);
+}
+bool IsKnown(MemModuleEventSubType v) {
+  return Raw(v) <= Raw(MemModuleEventSubType::kUnsupportedMemoryMediaFru);
+}
+bool IsKnown(MediaStatus v) { return Raw(v) <= Raw(MediaStatus::kAllDataLossImminent); }
+
+std::string_view GmerEventTypeName(GmerEventType v) {
+  switch (v) {
+    case GmerEventType::kEccError:
+      return "ECC Error";
+    case GmerEventType::kInvalidAddress:
+      return "Invalid Address";
+    case GmerEventType::kDataPathError:
+      return "Data Path Error";
+    case GmerEventType::kTeStateViolation:
+      return "TE State Violation";
+    case GmerEventType::kScrubMediaEccError:
+      return "Scrub Media ECC Error";
+    case GmerEventType::kAdvProgCmeCounterExpiration:
+      return "Adv Prog CME Counter Expiration";
+    case GmerEventType::kCkidViolation:
+      return "CKID Violation";
+  }
+  return "Reserved";
+}
+
+std::string_view DramEventTypeName(DramEventType v) {
+  switch (v) {
+    case DramEventType::kEccError:
+      return "ECC Error";
+    case DramEventType::kScrubMediaEccError:
+      return "Scrub Media ECC Error";
+    case DramEventType::kInvalidAddress:
+      return "Invalid Address";
+    case DramEventType::kDataPathError:
+      return "Data Path Error";
+    case DramEventType::kTeStateViolation:
+      return "TE State Violation";
+    case DramEventType::kAdvProgCmeCounterExpiration:
+      return "Adv Prog CME Counter Expiration";
+    case DramEventType::kCkidViolation:
+      return "CKID Violation";
+  }
+  return "Reserved";
+}
+
+std::string_view TransactionTypeName(TransactionType v) {
+  switch (v) {
+    case TransactionType::kUnknown:
+      return "Unknown";
+    case TransactionType::kHostRead:
+      return "Host Read";
+    case TransactionType::kHostWrite:
+      return "Host Write";
+    case TransactionType::kHostScanMedia:
+      return "Host Scan Media";
+    case TransactionType::kHostInjectPoison:
+      return "Host Inject Poison";
+    case TransactionType::kInternalMediaScrub:
+      return "Internal Media Scrub";
+    case TransactionType::kInternalMediaManagement:
+      return "Internal Media Management";
+    case TransactionType::kInternalMediaErrorCheckScrub:
+      return "Internal Media Error Check Scrub";
+    case TransactionType::kMediaInitialization:
+      return "Media Initialization";
+  }
+  return "Reserved";
+}
+
+std::string_view MemEventSubTypeName(MemEventSubType v) {
+  switch (v) {
+    case MemEventSubType::kNotReported:
+      return "Not Reported";
+    case MemEventSubType::kInternalDatapathError:
+      return "Internal Datapath Error";
+    case MemEventSubType::kMediaLinkCommandTrainingError:
+      return "Media Link Command Training Error";
+    case MemEventSubType::kMediaLinkControlTrainingError:
+      return "Media Link Control Training Error";
+    case MemEventSubType::kMediaLinkDataTrainingError:
+      return "Media Link Data Training Error";
+    case MemEventSubType::kMediaLinkCrcError:
+      return "Media Link CRC Error";
+  }
+  return "Reserved";
+}
+
+std::string_view MemModuleEventTypeName(MemModuleEventType v) {
+  switch (v) {
+    case MemModuleEventType::kHealthStatusChange:
+      return "Health Status Change";
+    case MemModuleEventType::kMediaStatusChange:
+      return "Media Status Change";
+    case MemModuleEventType::kLifeUsedChange:
+      return "Life Used Change";
+    case MemModuleEventType::kTemperatureChange:
+      return "Temperature Change";
+    case MemModuleEventType::kDataPathError:
+      return "Data Path Error";
+    case MemModuleEventType::kLsaError:
+      return "LSA Error";
+    case MemModuleEventType::kUnrecoverableSidebandBusError:
+      return "Unrecoverable Internal Sideband Bus Error";
+    case MemModuleEventType::kMemoryMediaFruError:
+      return "Memory Media FRU Error";
+    case MemModuleEventType::kPowerManagementFault:
+      return "Power Management Fault";
+  }
+  return "Reserved";
+}
+
+std::string_view MemModuleEventSubTypeName(MemModuleEventSubType v) {
+  switch (v) {
+    case MemModuleEventSubType::kNotReported:
+      return "Not Reported";
+    case MemModuleEventSubType::kInvalidConfigData:
+      return "Invalid Config Data";
+    case MemModuleEventSubType::kUnsupportedConfigData:
+      return "Unsupported Config Data";
+    case MemModuleEventSubType::kUnsupportedMemoryMediaFru:
+      return "Unsupported Memory Media FRU";
+  }
+  return "Reserved";
+}
+
+std::string_view MediaStatusName(MediaStatus v) {
+  // Spelled as the kernel's show_media_status table spells them, inconsistencies included.
+  switch (v) {
+    case MediaStatus::kNormal:
+      return "Normal";
+    case MediaStatus::kNotReady:
+      return "Not Ready";
+    case MediaStatus::kWritePersistencyLost:
+      return "Write Persistency Lost";
+    case MediaStatus::kAllDataLost:
+      return "All Data Lost";
+    case MediaStatus::kWritePersistencyLossOnPowerLoss:
+      return "Write Persistency Loss in the Event of Power Loss";
+    case MediaStatus::kWritePersistencyLossOnShutdown:
+      return "Write Persistency Loss in Event of Shutdown";
+    case MediaStatus::kWritePersistencyLossImminent:
+      return "Write Persistency Loss Imminent";
+    case MediaStatus::kAllDataLossOnPowerLoss:
+      return "All Data Loss in Event of Power Loss";
+    case MediaStatus::kAllDataLossOnShutdown:
+      return "All Data loss in the Event of Shutdown";
+    case MediaStatus::kAllDataLossImminent:
+      return "All Data Loss Imminent";
+  }
+  return "Reserved";
+}
+
+std::string_view AdditionalStatusName(uint8_t v) {
+  switch (v) {
+    case 0:
+      return "Normal";
+    case 1:
+      return "Warning";
+    case 2:
+      return "Critical";
+    default:
+      return "Reserved";
+  }
+}
+
+std::string HeaderFlagsString(uint32_t flags) {
+  static constexpr FlagName kTable[] = {
+      {kFlagPermanentCondition, "PERMANENT_CONDITION"},
+      {kFlagMaintenanceNeeded, "MAINTENANCE_NEEDED"},
+      {kFlagPerformanceDegraded, "PERFORMANCE_DEGRADED"},
+      {kFlagHardwareReplacementNeeded, "HARDWARE_REPLACEMENT_NEEDED"},
+      {kFlagMaintOpSubClassValid, "MAINT_OP_SUB_CLASS_VALID"},
+  };
+  return FlagsString(flags, " | ", kTable);
+}
+
+std::string DpaFlagsString(uint8_t dpa_flags) {
+  static constexpr FlagName kTable[] = {
+      {kDpaVolatile, "VOLATILE"},
+      {kDpaNotRepairable, "NOT_REPAIRABLE"},
+  };
+  return FlagsString(dpa_flags, "|", kTable);
+}
+
+std::string DescriptorString(uint8_t descriptor) {
+  static constexpr FlagName kTable[] = {
+      {kDescriptorUncorrectable, "UNCORRECTABLE_EVENT"},
+      {kDescriptorThreshold, "THRESHOLD_EVENT"},
+      {kDescriptorPoisonListOverflow, "POISON_LIST_OVERFLOW"},
+  };
+  return FlagsString(descriptor, "|", kTable);
+}
+
+std::string GmerValidityString(uint16_t validity) {
+  static constexpr FlagName kTable[] = {
+      {kGmerValidChannel, "CHANNEL"},
+      {kGmerValidRank, "RANK"},
+      {kGmerValidDevice, "DEVICE"},
+      {kGmerValidComponent, "COMPONENT"},
+      {kGmerValidComponentIdFormat, "COMPONENT PLDM FORMAT"},
+  };
+  return FlagsString(validity, "|", kTable);
+}
+
+std::string DramValidityString(uint16_t validity) {
+  static constexpr FlagName kTable[] = {
+      {kDramValidChannel, "CHANNEL"},
+      {kDramValidRank, "RANK"},
+      {kDramValidNibbleMask, "NIBBLE"},
+      {kDramValidBankGroup, "BANK GROUP"},
+      {kDramValidBank, "BANK"},
+      {kDramValidRow, "ROW"},
+      {kDramValidColumn, "COLUMN"},
+      {kDramValidCorrectionMask, "CORRECTION MASK"},
+      {kDramValidComponent, "COMPONENT"},
+      {kDramValidComponentIdFormat, "COMPONENT PLDM FORMAT"},
+      {kDramValidSubChannel, "SUB CHANNEL"},
+  };
+  return FlagsString(validity, "|", kTable);
+}
+
+std::string MemModuleValidityString(uint16_t validity) {
+  static constexpr FlagName kTable[] = {
+      {kMemModuleValidComponent, "COMPONENT"},
+      {kMemModuleValidComponentIdFormat, "COMPONENT PLDM FORMAT"},
+  };
+  return FlagsString(validity, "|", kTable);
+}
+
+std::string HealthStatusString(uint8_t health_status) {
+  static constexpr FlagName kTable[] = {
+      {kHealthMaintenanceNeeded, "MAINTENANCE_NEEDED"},
+      {kHealthPerformanceDegraded, "PERFORMANCE_DEGRADED"},
+      {kHealthReplacementNeeded, "REPLACEMENT_NEEDED"},
+      {kHealthMemCapacityDegraded, "MEM_CAPACITY_DEGRADED"},
+  };
+  return FlagsString(health_status, "|", kTable);
+}
+
+std::string CmeThresholdFlagsString(uint8_t flags) {
+  static constexpr FlagName kTable[] = {
+      {kCmeMultipleMedia, "Corrected Memory Errors in Multiple Media Components"},
+      {kCmeThresholdExceeded, "Exceeded Programmable Threshold"},
+  };
+  return FlagsString(flags, "|", kTable);
+}
+
+PldmComponentId ParsePldmComponentId(const std::array<uint8_t, 16>& component_id) {
+  PldmComponentId p;
+  p.entity_id_valid = (component_id[0] & 0x1) != 0;
+  p.resource_id_valid = (component_id[0] & 0x2) != 0;
+  std::memcpy(p.entity_id.data(), component_id.data() + 1, p.entity_id.size());
+  std::memcpy(p.resource_id.data(), component_id.data() + 7, p.resource_id.size());
+  return p;
+}
+
+std::optional<PldmComponentId> GeneralMediaRecord::pldm_component_id() const {
+  return PldmIfValid(validity_flags, kGmerValidComponent, kGmerValidComponentIdFormat,
+                     component_id);
+}
+
+std::optional<PldmComponentId> DramRecord::pldm_component_id() const {
+  return PldmIfValid(validity_flags, kDramValidComponent, kDramValidComponentIdFormat,
+                     component_id);
+}
+
+std::optional<PldmComponentId> MemoryModuleRecord::pldm_component_id() const {
+  return PldmIfValid(validity_flags, kMemModuleValidComponent, kMemModuleValidComponentIdFormat,
+                     component_id);
+}
+
+uint64_t DramRecord::correction_mask_word(int i) const {
+  const size_t base = 8 * static_cast<size_t>(i);
+  uint64_t v = 0;
+  for (size_t b = 8; b-- > 0;) v = (v << 8) | correction_mask.at(base + b);
+  return v;
+}
+
+absl::StatusOr<EventRecord> DecodeRecord(absl::Span<const uint8_t> bytes) {
+  if (bytes.size() < kRecordSize) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "CXL event record needs %d bytes, buffer has %d", kRecordSize, bytes.size()));
+  }
+  Image img;
+  std::memcpy(img.data(), bytes.data(), kRecordSize);
+  const uint8_t length = img[kHeaderLengthOffset];
+  if (length != kRecordLength) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "CXL event record length byte is 0x%02x, expected 0x%02x", length, kRecordLength));
+  }
+  Uuid uuid;
+  uuid.bytes = GetBytes<kHeaderUuidOffset, 16>(img);
+  const RecordKind kind = KindFromUuid(uuid);
+  switch (kind) {
+    case RecordKind::kGeneralMedia:
+      return DecodeGeneralMedia(img);
+    case RecordKind::kDram:
+      return DecodeDram(img);
+    case RecordKind::kMemoryModule:
+      return DecodeMemoryModule(img);
+    default:
+      break;
+  }
+  GenericRecord g;
+  g.kind = kind;
+  g.uuid = uuid;
+  g.header = DecodeHeader(img);
+  g.data = GetBytes<kRecordDataOffset, kRecordDataSize>(img);
+  return g;
+}
+
+std::array<uint8_t, kRecordSize> EncodeRecord(const EventRecord& record) {
+  Image img{};
+  std::visit(
+      [&img](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, GeneralMediaRecord>) {
+          EncodeGeneralMedia(r, img);
+        } else if constexpr (std::is_same_v<T, DramRecord>) {
+          EncodeDram(r, img);
+        } else if constexpr (std::is_same_v<T, MemoryModuleRecord>) {
+          EncodeMemoryModule(r, img);
+        } else {
+          EncodeHeader(r.uuid, r.header, img);
+          PutBytes<kRecordDataOffset, kRecordDataSize>(img, r.data);
+        }
+      },
+      record);
+  return img;
+}
+
+const EventHeader& HeaderOf(const EventRecord& record) {
+  return std::visit([](const auto& r) -> const EventHeader& { return r.header; }, record);
+}
+
+EventHeader& MutableHeaderOf(EventRecord& record) {
+  return std::visit([](auto& r) -> EventHeader& { return r.header; }, record);
+}
+
+RecordKind KindOf(const EventRecord& record) {
+  switch (record.index()) {
+    case 0:
+      return RecordKind::kGeneralMedia;
+    case 1:
+      return RecordKind::kDram;
+    case 2:
+      return RecordKind::kMemoryModule;
+    default:
+      return std::get<GenericRecord>(record).kind;
+  }
+}
+
+Uuid UuidOf(const EventRecord& record) {
+  switch (record.index()) {
+    case 0:
+      return kGeneralMediaUuid;
+    case 1:
+      return kDramUuid;
+    case 2:
+      return kMemoryModuleUuid;
+    default:
+      return std::get<GenericRecord>(record).uuid;
+  }
+}
+
+std::vector<std::string> RecordWarnings(const EventRecord& record) {
+  std::vector<std::string> w;
+  const EventHeader& h = HeaderOf(record);
+  if (h.reserved_flags() != 0) {
+    w.push_back(absl::StrFormat("reserved header flag bits 0x%06x set", h.reserved_flags()));
+  }
+  if (const auto* g = std::get_if<GeneralMediaRecord>(&record)) {
+    WarnIfReserved(w, "general media event type", g->type);
+    WarnIfReserved(w, "transaction type", g->transaction_type);
+    WarnIfReserved(w, "memory event sub-type", g->sub_type);
+  } else if (const auto* d = std::get_if<DramRecord>(&record)) {
+    WarnIfReserved(w, "DRAM event type", d->type);
+    WarnIfReserved(w, "transaction type", d->transaction_type);
+    WarnIfReserved(w, "memory event sub-type", d->sub_type);
+  } else if (const auto* m = std::get_if<MemoryModuleRecord>(&record)) {
+    WarnIfReserved(w, "memory module event type", m->event_type);
+    WarnIfReserved(w, "media status", m->health.media_status);
+    WarnIfReserved(w, "memory module event sub-type", m->event_sub_type);
+  } else if (const auto* x = std::get_if<GenericRecord>(&record);
+             x != nullptr && x->kind == RecordKind::kUnknown) {
+    w.push_back(absl::StrCat("unknown event record UUID ", x->uuid.ToString()));
+  }
+  return w;
+}
+
+std::string RecordToJson(const EventRecord& record, std::string_view log_name) {
+  JsonObject j;
+  if (const auto* g = std::get_if<GeneralMediaRecord>(&record)) {
+    HeaderJson(j, "cxl_general_media", log_name, kGeneralMediaUuid, g->header);
+    j.Uint("dpa", g->dpa());
+    j.Uint("descriptor", g->descriptor);
+    j.Uint("type", Raw(g->type));
+    j.Uint("transaction_type", Raw(g->transaction_type));
+    j.Uint("channel", g->channel);
+    j.Uint("device", g->device);
+    j.Bytes("comp_id", g->component_id);
+    j.Uint("validity_flags", g->validity_flags);
+    j.Uint("rank", g->rank);
+    j.Uint("dpa_flags", g->dpa_flags());
+    j.Uint("cme_count", g->cme_count);
+    j.Uint("sub_type", Raw(g->sub_type));
+    j.Uint("cme_threshold_ev_flags", g->cme_threshold_ev_flags);
+  } else if (const auto* d = std::get_if<DramRecord>(&record)) {
+    HeaderJson(j, "cxl_dram", log_name, kDramUuid, d->header);
+    j.Uint("dpa", d->dpa());
+    j.Uint("descriptor", d->descriptor);
+    j.Uint("type", Raw(d->type));
+    j.Uint("transaction_type", Raw(d->transaction_type));
+    j.Uint("channel", d->channel);
+    j.Uint("validity_flags", d->validity_flags);
+    j.Uint("column", d->column);
+    j.Uint("nibble_mask", d->nibble_mask);
+    j.Uint("row", d->row);
+    j.Bytes("cor_mask", d->correction_mask);
+    j.Uint("rank", d->rank);
+    j.Uint("bank_group", d->bank_group);
+    j.Uint("bank", d->bank);
+    j.Uint("dpa_flags", d->dpa_flags());
+    j.Bytes("comp_id", d->component_id);
+    j.Uint("cvme_count", d->cvme_count);
+    j.Uint("sub_type", Raw(d->sub_type));
+    j.Uint("sub_channel", d->sub_channel);
+    j.Uint("cme_threshold_ev_flags", d->cme_threshold_ev_flags);
+  } else if (const auto* m = std::get_if<MemoryModuleRecord>(&record)) {
+    HeaderJson(j, "cxl_memory_module", log_name, kMemoryModuleUuid, m->header);
+    j.Uint("event_type", Raw(m->event_type));
+    j.Uint("health_status", m->health.health_status);
+    j.Uint("media_status", Raw(m->health.media_status));
+    j.Uint("life_used", m->health.life_used);
+    j.Uint("dirty_shutdown_cnt", m->health.dirty_shutdown_count);
+    j.Uint("cor_vol_err_cnt", m->health.corrected_volatile_error_count);
+    j.Uint("cor_per_err_cnt", m->health.corrected_persistent_error_count);
+    j.Int("device_temp", m->health.device_temp);
+    j.Uint("add_status", m->health.additional_status);
+    j.Uint("event_sub_type", Raw(m->event_sub_type));
+    j.Bytes("comp_id", m->component_id);
+    j.Uint("validity_flags", m->validity_flags);
+  } else {
+    const auto& x = std::get<GenericRecord>(record);
+    HeaderJson(j, "cxl_generic_event", log_name, x.uuid, x.header);
+    j.Bytes("data", x.data);
+  }
+  return std::move(j).Finish();
+}
+
+}  // namespace ecd::cxl

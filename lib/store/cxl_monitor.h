@@ -1,0 +1,87 @@
+// CxlMonitor: one emulated CXL memory device (event logs + mailbox) per storage device, and the
+// host side that listens to them. An insert that raises a device's event interrupt (or, for
+// logs in no-interrupt mode, a poll tick) wakes the monitor thread, which drains the device like
+// the Linux driver (lib/cxl/event_drain.h), decodes each record, and hands it to the
+// EventPolicy. Every record, overflow and decode error is counted; each action is logged with
+// the record that caused it.
+#ifndef ECD_LIB_STORE_CXL_MONITOR_H_
+#define ECD_LIB_STORE_CXL_MONITOR_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "lib/cxl/event_log.h"
+#include "lib/cxl/event_record.h"
+#include "lib/store/event_policy.h"
+
+namespace ecd::store {
+
+struct CxlMonitorOptions {
+  cxl::EventLogDeviceOptions device;  // capacity, payload size; initial_policy is set below
+  // Interrupt mode every log starts with (operators change it with Set Event Interrupt Policy).
+  cxl::InterruptMode initial_mode = cxl::InterruptMode::kMsi;
+  // How often logs are drained without an interrupt; zero turns polling off.
+  absl::Duration poll_interval = absl::Seconds(1);
+};
+
+struct CxlMonitorStats {
+  uint64_t interrupts = 0;
+  uint64_t drains = 0;
+  uint64_t records = 0;
+  uint64_t overflows = 0;
+  uint64_t decode_errors = 0;
+  uint64_t drain_errors = 0;
+};
+
+// The policy's view of a decoded record.
+HealthEvent HealthEventFromRecord(uint32_t device, cxl::EventLog log,
+                                  const cxl::EventRecord& record);
+
+// Thread safety: all methods are safe to call concurrently.
+class CxlMonitor {
+ public:
+  // REQUIRES: `policy` outlives the monitor.
+  static absl::StatusOr<std::unique_ptr<CxlMonitor>> Create(EventPolicy* policy,
+                                                            uint32_t device_count,
+                                                            const CxlMonitorOptions& options);
+  ~CxlMonitor();
+
+  uint32_t device_count() const { return static_cast<uint32_t>(devices_.size()); }
+  // The emulated CXL device of storage device `id`, or null.
+  cxl::EventLogDevice* device(uint32_t id);
+
+  // Drains every device now, on the calling thread's behalf (waits for the monitor thread).
+  void DrainNow();
+  CxlMonitorStats stats() const;
+
+ private:
+  CxlMonitor(EventPolicy* policy, const CxlMonitorOptions& options);
+  void Loop();
+  void DrainDevice(uint32_t id);
+
+  EventPolicy* const policy_;
+  const CxlMonitorOptions options_;
+  std::vector<std::unique_ptr<cxl::EventLogDevice>> devices_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::condition_variable drained_;
+  std::set<uint32_t> pending_;   // devices that raised an interrupt; guarded by mu_
+  uint64_t drain_requests_ = 0;  // DrainNow calls not yet served; guarded by mu_
+  uint64_t generation_ = 0;      // completed full drains; guarded by mu_
+  bool stop_ = false;            // guarded by mu_
+  CxlMonitorStats stats_;        // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_CXL_MONITOR_H_
