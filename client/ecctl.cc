@@ -9,7 +9,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "ecd/v1/ecd.grpc.pb.h"
+#include "lib/cxl/event_record.h"
+#include "lib/cxl/mailbox.h"
 #include "lib/util/size.h"
 
 namespace {
@@ -581,6 +586,73 @@ void CxlPolicy(Client& c, uint32_t device, const std::vector<std::string>& sets)
               policy.warning().c_str(), policy.failure().c_str(), policy.fatal().c_str());
 }
 
+std::string ReadAll(const std::string& path) {
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Failure{3, absl::StrCat("cannot read ", path)};
+    text << f.rdbuf();
+  }
+  return text.str();
+}
+
+// Raw records (a multiple of 128 bytes) or JSON lines (the input starts with '{').
+bool LooksLikeJson(const std::string& data) {
+  const size_t first = data.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && data[first] == '{';
+}
+
+void CxlIngest(Client& c, const std::string& path, uint32_t device, const std::string& log) {
+  const std::string data = ReadAll(path);
+  v1::CxlIngestRequest request;
+  request.set_device(device);
+  request.set_log(ParseLog(log));
+  if (LooksLikeJson(data)) {
+    std::stringstream lines(data);
+    std::string line;
+    while (std::getline(lines, line)) {
+      if (line.find_first_not_of(" \t\r") != std::string::npos) request.add_json_lines(line);
+    }
+  } else {
+    if (data.empty() || data.size() % 128 != 0) {
+      throw Failure{3, absl::StrCat(path, " holds ", data.size(),
+                                    " bytes, not whole 128-byte records or JSON lines")};
+    }
+    for (size_t off = 0; off < data.size(); off += 128)
+      request.add_raw_records(data.substr(off, 128));
+  }
+  v1::CxlIngestResponse response;
+  auto context = c.Context();
+  c.Check(c.cxl().Ingest(context.get(), request, &response), "cxl ingest");
+  if (c.globals().json) return PrintJson(response);
+  std::printf("%u records ingested:", response.records());
+  for (const std::string& a : response.actions()) std::printf(" %s", a.c_str());
+  std::printf("\n");
+}
+
+// Offline: raw records to JSON lines, as the Linux trace events name the fields.
+void CxlDecode(const std::string& path, const std::string& log) {
+  const std::string data = ReadAll(path);
+  if (data.empty() || data.size() % 128 != 0) {
+    throw Failure{3,
+                  absl::StrCat(path, " holds ", data.size(), " bytes, not whole 128-byte records")};
+  }
+  const ecd::cxl::EventLog logs[] = {ecd::cxl::EventLog::kInformational,
+                                     ecd::cxl::EventLog::kWarning, ecd::cxl::EventLog::kFailure,
+                                     ecd::cxl::EventLog::kFatal};
+  const std::string log_name(ecd::cxl::EventLogName(logs[static_cast<int>(ParseLog(log)) - 1]));
+  for (size_t off = 0; off < data.size(); off += 128) {
+    auto rec = ecd::cxl::DecodeRecord(
+        absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()) + off, 128));
+    if (!rec.ok()) {
+      throw Failure{1, absl::StrCat("record ", off / 128, ": ", rec.status().message())};
+    }
+    std::printf("%s\n", ecd::cxl::RecordToJson(*rec, log_name).c_str());
+  }
+}
+
 void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
   v1::SetDeviceStateRequest request;
   request.set_id(id);
@@ -715,6 +787,19 @@ int Main(int argc, char** argv) {
   cxl_policy->add_option("DEV", device, "Device id")->required();
   cxl_policy->add_option("--set", policy_sets, "LOG=MODE, MODE none, msi or fw (repeatable)");
 
+  std::string cxl_file;
+  auto* cxl_ingest =
+      cxl->add_subcommand("ingest", "Feed records from an outside agent to ecd's CXL policy");
+  cxl_ingest
+      ->add_option("FILE", cxl_file, "Raw 128-byte records or cxl-monitor JSON lines; - = stdin")
+      ->required();
+  cxl_ingest->add_option("--device", device, "Device the raw records come from");
+  cxl_ingest->add_option("--log", cxl_log, "Log the raw records come from")->capture_default_str();
+  auto* cxl_decode =
+      cxl->add_subcommand("decode", "Decode raw 128-byte records to JSON lines (offline)");
+  cxl_decode->add_option("FILE", cxl_file, "Raw records; - = stdin")->required();
+  cxl_decode->add_option("--log", cxl_log, "Log name to print")->capture_default_str();
+
   uint64_t job_id = 0;
   auto* rebuild = app.add_subcommand("rebuild", "Proactive rebuild jobs");
   rebuild->require_subcommand(1);
@@ -732,6 +817,15 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
+  if (cxl_decode->parsed()) {  // offline: no daemon
+    try {
+      CxlDecode(cxl_file, cxl_log);
+    } catch (const Failure& f) {
+      std::fprintf(stderr, "ecctl: %s\n", f.message.c_str());
+      return f.exit_code;
+    }
+    return 0;
+  }
   try {
     Client c(g);
     if (encode->parsed()) {
@@ -774,6 +868,8 @@ int Main(int argc, char** argv) {
       CxlEvents(c, device, cxl_log);
     } else if (cxl_clear->parsed()) {
       CxlClear(c, device, cxl_log, handles, clear_all);
+    } else if (cxl_ingest->parsed()) {
+      CxlIngest(c, cxl_file, device, cxl_log);
     } else if (cxl_policy->parsed()) {
       CxlPolicy(c, device, policy_sets);
     } else if (rebuild_ls->parsed()) {

@@ -1,6 +1,10 @@
 // The Cxl service: field-built records in, mailbox commands through.
 #include "daemon/cxl_service.h"
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/cxl/event_drain.h"
 
@@ -261,6 +265,107 @@ grpc::Status CxlService::SetInterruptPolicy(grpc::ServerContext* context,
   v1::CxlGetInterruptPolicyRequest get;
   get.set_device(request->device());
   return GetInterruptPolicy(context, &get, response);
+}
+
+absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
+                                                       uint32_t default_device) {
+  google::protobuf::Struct doc;
+  if (!google::protobuf::util::JsonStringToMessage(line, &doc).ok()) {
+    return absl::InvalidArgumentError("a line is not a JSON object");
+  }
+  const auto& f = doc.fields();
+  auto num = [&](const char* key) -> double {
+    auto it = f.find(key);
+    if (it == f.end()) return 0;
+    if (it->second.has_number_value()) return it->second.number_value();
+    double v = 0;
+    if (it->second.has_string_value() && absl::SimpleAtod(it->second.string_value(), &v)) return v;
+    return 0;
+  };
+  auto str = [&](const char* key) -> std::string {
+    auto it = f.find(key);
+    return it != f.end() && it->second.has_string_value() ? it->second.string_value() : "";
+  };
+  store::HealthEvent e;
+  e.device = default_device;
+  const std::string memdev = str("memdev");
+  uint32_t n = 0;
+  if (memdev.rfind("mem", 0) == 0 && absl::SimpleAtoi(memdev.substr(3), &n)) e.device = n;
+  const std::string event = str("event");
+  if (event == "cxl_general_media") {
+    e.kind = store::HealthEvent::Kind::kGeneralMedia;
+  } else if (event == "cxl_dram") {
+    e.kind = store::HealthEvent::Kind::kDram;
+  } else if (event == "cxl_memory_module") {
+    e.kind = store::HealthEvent::Kind::kMemoryModule;
+  } else if (event.rfind("cxl_", 0) == 0) {
+    e.kind = store::HealthEvent::Kind::kOther;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a line names no cxl_* event (\"event\": \"", event, "\")"));
+  }
+  const std::string log = str("log");
+  if (log == "Informational" || log == "0")
+    e.log = 0;
+  else if (log == "Warning" || log == "1")
+    e.log = 1;
+  else if (log == "Failure" || log == "2")
+    e.log = 2;
+  else if (log == "Fatal" || log == "3")
+    e.log = 3;
+  else
+    e.log = static_cast<int>(num("log"));
+  const auto flags = static_cast<uint32_t>(num("hdr_flags"));
+  e.severity = static_cast<int>(flags & cxl::kFlagSeverityMask);
+  e.permanent = (flags & cxl::kFlagPermanentCondition) != 0;
+  e.maintenance_needed = (flags & cxl::kFlagMaintenanceNeeded) != 0;
+  e.performance_degraded = (flags & cxl::kFlagPerformanceDegraded) != 0;
+  e.replacement_needed = (flags & cxl::kFlagHardwareReplacementNeeded) != 0;
+  e.dpa = static_cast<uint64_t>(num("dpa")) & cxl::kDpaMask;
+  e.descriptor = static_cast<uint8_t>(num("descriptor"));
+  e.health_status = static_cast<uint8_t>(num("health_status"));
+  e.media_status = static_cast<uint8_t>(num("media_status"));
+  e.additional_status = static_cast<uint8_t>(num("add_status"));
+  e.life_used = static_cast<uint8_t>(num("life_used"));
+  e.temperature = static_cast<int16_t>(num("device_temp"));
+  e.description = line;
+  return e;
+}
+
+grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
+                                v1::CxlIngestResponse* response) {
+  std::vector<store::HealthEvent> events;
+  if (request->raw_records_size() > 0) {
+    absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
+    if (!log.ok()) return Bad(std::string(log.status().message()));
+    for (int i = 0; i < request->raw_records_size(); ++i) {
+      const std::string& raw = request->raw_records(i);
+      absl::StatusOr<cxl::EventRecord> rec = cxl::DecodeRecord(
+          absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()));
+      if (!rec.ok()) {
+        return Bad(absl::StrCat("record ", i, ": ", rec.status().message(), "; nothing ingested"));
+      }
+      events.push_back(store::HealthEventFromRecord(request->device(), *log, *rec));
+    }
+  }
+  for (int i = 0; i < request->json_lines_size(); ++i) {
+    absl::StatusOr<store::HealthEvent> e =
+        HealthEventFromJson(request->json_lines(i), request->device());
+    if (!e.ok()) {
+      return Bad(absl::StrCat("line ", i + 1, ": ", e.status().message(), "; nothing ingested"));
+    }
+    events.push_back(*std::move(e));
+  }
+  for (const store::HealthEvent& e : events) {
+    if (monitor_->device(e.device) == nullptr) {
+      return Bad(absl::StrCat("device ", e.device, " does not exist; nothing ingested"));
+    }
+  }
+  for (const store::HealthEvent& e : events) {
+    response->add_actions(store::PolicyActionName(policy_->Handle(e)));
+  }
+  response->set_records(static_cast<uint32_t>(events.size()));
+  return grpc::Status::OK;
 }
 
 }  // namespace ecd::daemon

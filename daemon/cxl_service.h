@@ -12,8 +12,12 @@ namespace ecd::daemon {
 
 class CxlService final : public v1::Cxl::Service {
  public:
-  // `monitor` must outlive the service.
-  explicit CxlService(store::CxlMonitor* monitor) : monitor_(monitor) {}
+  // Both must outlive the service.
+  CxlService(store::CxlMonitor* monitor, store::EventPolicy* policy)
+      : monitor_(monitor), policy_(policy) {}
+
+  grpc::Status Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
+                      v1::CxlIngestResponse* response) override;
 
   grpc::Status Inject(grpc::ServerContext* context, const v1::CxlInjectRequest* request,
                       v1::CxlInjectResponse* response) override;
@@ -32,7 +36,13 @@ class CxlService final : public v1::Cxl::Service {
 
  private:
   store::CxlMonitor* const monitor_;
+  store::EventPolicy* const policy_;
 };
+
+// The policy's view of one JSON line printed by `cxl monitor` (or `ecctl cxl decode`).
+// InvalidArgument for a line that is not a JSON object or names no cxl_* event.
+absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
+                                                       uint32_t default_device);
 
 // Builds the 128-byte record an Inject request describes. InvalidArgument for an unknown type.
 absl::StatusOr<cxl::EventRecord> RecordFromInject(const v1::CxlInjectRequest& request);

@@ -244,7 +244,7 @@ int Main(int argc, char** argv) {
              cxl_monitor.status().ToString());
     return 1;
   }
-  ecd::daemon::CxlService cxl_service(cxl_monitor->get());
+  ecd::daemon::CxlService cxl_service(cxl_monitor->get(), &policy);
   ecd::daemon::DevicesService devices(store->get(), &rebuilds);
   ecd::daemon::RebuildsService rebuild_service(&rebuilds);
   grpc::EnableDefaultHealthCheckService(true);

@@ -89,6 +89,32 @@ expect_error INVALID_ARGUMENT ecctl cxl clear 0 --log informational --all
 ecctl cxl clear 0 --log informational --handles "$h1,$h2"
 [ "$(ecctl --json cxl events 0 --log informational | json 'len(d.get("records", []))')" = 0 ] || fail "records left after clear"
 
+step "ingest from an outside agent; offline decode"
+# Raw records: take the two DRAM records' bytes back out through Get (policy none keeps them).
+h3=$(ecctl --json cxl inject 0 --log informational --type memory-module --life-used 10 | json 'd["handle"]')
+ecctl --json cxl events 0 --log informational | python3 -c "
+import json,sys,base64
+d=json.load(sys.stdin)
+sys.stdout.buffer.write(b''.join(base64.b64decode(r['raw']) for r in d['records']))" >"$WORK/records.bin"
+[ "$(stat -c %s "$WORK/records.bin")" = 128 ] || fail "expected one raw record"
+ecctl cxl decode "$WORK/records.bin" --log informational >"$WORK/decoded.jsonl"
+json 'd["event"]' <"$WORK/decoded.jsonl" | grep -qx cxl_memory_module || fail "decode: $(cat "$WORK/decoded.jsonl")"
+json 'd["life_used"]' <"$WORK/decoded.jsonl" | grep -qx 10 || fail "decode life_used: $(cat "$WORK/decoded.jsonl")"
+ecctl cxl clear 0 --log informational --handles "$h3"
+[ "$(ecctl --json cxl ingest "$WORK/records.bin" --device 0 --log informational | json 'd["actions"]')" = "['count']" ] || fail "raw ingest"
+# ndctl-style JSON lines: a Memory Module replacement on mem5 evacuates device 5.
+echo '{"system":"cxl","memdev":"mem5","event":"cxl_memory_module","log":"Failure","hdr_flags":2,"health_status":4,"media_status":0}' >"$WORK/agent.jsonl"
+[ "$(ecctl --json cxl ingest "$WORK/agent.jsonl" | json 'd["actions"]')" = "['evacuate']" ] || fail "json ingest"
+for _ in $(seq 1 100); do
+  [ "$(ecctl --json device ls | json "d['devices'][5]['state']")" = DEVICE_STATE_FAILED ] && break
+  sleep 0.1
+done
+[ "$(ecctl --json device ls | json "d['devices'][5]['blocks']")" = 0 ] || fail "device 5 not emptied by ingest"
+expect_error INVALID_ARGUMENT ecctl cxl ingest <(echo '{"event":"not-cxl"}')
+head -c 100 /dev/zero >"$WORK/short.bin"
+rc=0; ecctl cxl decode "$WORK/short.bin" 2>"$WORK/err" || rc=$?
+[ $rc = 3 ] || fail "decode of a short file exited $rc"
+
 step "bad CXL requests"
 expect_error INVALID_ARGUMENT ecctl cxl inject 0 --type bogus
 expect_error NOT_FOUND ecctl cxl inject 99 --type dram
