@@ -50,6 +50,11 @@ grpc::Status FromReturnCode(cxl::ReturnCode rc, const std::string& what) {
   }
 }
 
+grpc::Status NoDevice(uint32_t id) {
+  return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                      absl::StrCat("device ", id, " not found (ecctl device ls)"));
+}
+
 const char* ModeName(cxl::InterruptMode m) {
   switch (m) {
     case cxl::InterruptMode::kNone:
@@ -147,10 +152,7 @@ absl::StatusOr<cxl::EventRecord> RecordFromInject(const v1::CxlInjectRequest& r)
 grpc::Status CxlService::Inject(grpc::ServerContext* context, const v1::CxlInjectRequest* request,
                                 v1::CxlInjectResponse* response) {
   cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("device ", request->device(), " not found (ecctl device ls)"));
-  }
+  if (dev == nullptr) return NoDevice(request->device());
   absl::StatusOr<cxl::EventRecord> record = RecordFromInject(*request);
   if (!record.ok()) return Bad(std::string(record.status().message()));
   absl::StatusOr<cxl::InsertResult> r =
@@ -166,10 +168,7 @@ grpc::Status CxlService::GetEventRecords(grpc::ServerContext* context,
                                          const v1::CxlGetEventRecordsRequest* request,
                                          v1::CxlGetEventRecordsResponse* response) {
   cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("device ", request->device(), " not found (ecctl device ls)"));
-  }
+  if (dev == nullptr) return NoDevice(request->device());
   absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
   if (!log.ok()) return Bad(std::string(log.status().message()));
   cxl::MailboxResponse m =
@@ -198,10 +197,7 @@ grpc::Status CxlService::ClearEventRecords(grpc::ServerContext* context,
                                            const v1::CxlClearEventRecordsRequest* request,
                                            v1::CxlClearEventRecordsResponse* response) {
   cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("device ", request->device(), " not found (ecctl device ls)"));
-  }
+  if (dev == nullptr) return NoDevice(request->device());
   absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
   if (!log.ok()) return Bad(std::string(log.status().message()));
   if (request->handles_size() > static_cast<int>(cxl::ClearEventRecordsInput::kMaxHandles)) {
@@ -228,10 +224,7 @@ grpc::Status CxlService::GetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlGetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
   cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("device ", request->device(), " not found (ecctl device ls)"));
-  }
+  if (dev == nullptr) return NoDevice(request->device());
   cxl::MailboxResponse m = dev->Execute(cxl::kOpGetEventInterruptPolicy, {});
   if (m.rc != cxl::ReturnCode::kSuccess) return FromReturnCode(m.rc, "Get Event Interrupt Policy");
   absl::StatusOr<cxl::EventInterruptPolicy> p = cxl::EventInterruptPolicy::Decode(m.output);
@@ -244,10 +237,7 @@ grpc::Status CxlService::SetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlSetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
   cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("device ", request->device(), " not found (ecctl device ls)"));
-  }
+  if (dev == nullptr) return NoDevice(request->device());
   // Start from the current policy: fields left empty keep their setting.
   cxl::MailboxResponse cur = dev->Execute(cxl::kOpGetEventInterruptPolicy, {});
   absl::StatusOr<cxl::EventInterruptPolicy> p = cxl::EventInterruptPolicy::Decode(cur.output);
