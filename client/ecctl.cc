@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -632,6 +633,17 @@ void CxlIngest(Client& c, const std::string& path, uint32_t device, const std::s
   std::printf("\n");
 }
 
+void CxlStats(Client& c) {
+  v1::CxlStats response;
+  auto context = c.Context();
+  c.Check(c.cxl().GetStats(context.get(), v1::CxlStatsRequest(), &response), "cxl stats");
+  if (c.globals().json) return PrintJson(response);
+  std::map<std::string, uint64_t> sorted(response.counters().begin(), response.counters().end());
+  for (const auto& [name, value] : sorted) {
+    std::printf("%-16s %llu\n", name.c_str(), static_cast<unsigned long long>(value));
+  }
+}
+
 // Offline: raw records to JSON lines, as the Linux trace events name the fields.
 void CxlDecode(const std::string& path, const std::string& log) {
   const std::string data = ReadAll(path);
@@ -787,6 +799,7 @@ int Main(int argc, char** argv) {
   cxl_policy->add_option("DEV", device, "Device id")->required();
   cxl_policy->add_option("--set", policy_sets, "LOG=MODE, MODE none, msi or fw (repeatable)");
 
+  auto* cxl_stats = cxl->add_subcommand("stats", "Counters of the CXL path and the policy actions");
   std::string cxl_file;
   auto* cxl_ingest =
       cxl->add_subcommand("ingest", "Feed records from an outside agent to ecd's CXL policy");
@@ -868,6 +881,8 @@ int Main(int argc, char** argv) {
       CxlEvents(c, device, cxl_log);
     } else if (cxl_clear->parsed()) {
       CxlClear(c, device, cxl_log, handles, clear_all);
+    } else if (cxl_stats->parsed()) {
+      CxlStats(c);
     } else if (cxl_ingest->parsed()) {
       CxlIngest(c, cxl_file, device, cxl_log);
     } else if (cxl_policy->parsed()) {

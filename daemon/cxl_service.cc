@@ -358,4 +358,21 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
   return grpc::Status::OK;
 }
 
+grpc::Status CxlService::GetStats(grpc::ServerContext* context, const v1::CxlStatsRequest* request,
+                                  v1::CxlStats* response) {
+  const store::CxlMonitorStats s = monitor_->stats();
+  auto& c = *response->mutable_counters();
+  c["interrupts"] = s.interrupts;
+  c["drains"] = s.drains;
+  c["records"] = s.records;
+  c["overflows"] = s.overflows;
+  c["decode_errors"] = s.decode_errors;
+  c["drain_errors"] = s.drain_errors;
+  for (const char* a : {"ignore", "count", "rebuild", "evacuate", "fail"}) {
+    c[absl::StrCat("action_", a)] = 0;
+  }
+  for (const auto& [action, n] : policy_->counters()) c[absl::StrCat("action_", action)] = n;
+  return grpc::Status::OK;
+}
+
 }  // namespace ecd::daemon

@@ -18,6 +18,8 @@ class CxlService final : public v1::Cxl::Service {
 
   grpc::Status Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
                       v1::CxlIngestResponse* response) override;
+  grpc::Status GetStats(grpc::ServerContext* context, const v1::CxlStatsRequest* request,
+                        v1::CxlStats* response) override;
 
   grpc::Status Inject(grpc::ServerContext* context, const v1::CxlInjectRequest* request,
                       v1::CxlInjectResponse* response) override;

@@ -115,6 +115,12 @@ head -c 100 /dev/zero >"$WORK/short.bin"
 rc=0; ecctl cxl decode "$WORK/short.bin" 2>"$WORK/err" || rc=$?
 [ $rc = 3 ] || fail "decode of a short file exited $rc"
 
+step "counters"
+ecctl cxl stats
+[ "$(ecctl --json cxl stats | json 'int(d["counters"]["action_evacuate"])')" -ge 2 ] || fail "evacuations not counted"
+[ "$(ecctl --json cxl stats | json 'int(d["counters"]["action_rebuild"])')" = 1 ] || fail "media rebuild not counted"
+[ "$(ecctl --json cxl stats | json 'int(d["counters"]["records"])')" -ge 2 ] || fail "records not counted"
+
 step "bad CXL requests"
 expect_error INVALID_ARGUMENT ecctl cxl inject 0 --type bogus
 expect_error NOT_FOUND ecctl cxl inject 99 --type dram
