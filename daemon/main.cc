@@ -9,15 +9,19 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "daemon/cxl_service.h"
 #include "daemon/services.h"
 #include "lib/store/cxl_monitor.h"
 #include "lib/store/event_policy.h"
+#include "lib/store/fault_namespace.h"
 #include "lib/store/rebuild_scheduler.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
@@ -54,6 +58,8 @@ struct Flags {
   std::string cxl_other = "count";
   uint32_t cxl_life_used_critical = 95;
   int cxl_temperature_critical = 85;
+  std::vector<std::string> fault_inject;  // DEV=SPEC items; for tests only.
+  uint64_t fault_seed = 1;
 };
 
 int Fail(const std::string& message) {
@@ -139,6 +145,12 @@ int Main(int argc, char** argv) {
   app.add_option("--cxl-temperature-critical", f.cxl_temperature_critical,
                  "Device temperature (C) at which a memory module counts as critical")
       ->capture_default_str();
+  app.add_option("--fault-inject", f.fault_inject,
+                 "TESTING ONLY: inject device faults, DEV=SPEC[,DEV=SPEC...] (e.g. "
+                 "2=write:eio:p=0.5;read:latency:ms=5); see docs/errors.md")
+      ->delimiter(',');
+  app.add_option("--fault-seed", f.fault_seed, "Seed of the --fault-inject probabilities")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -193,6 +205,18 @@ int Main(int argc, char** argv) {
   options.nvme.page_size = static_cast<uint32_t>(*page);
   if (options.nvme.host_memory_bytes < 4 * options.nvme.page_size) {
     return Fail("--nvme-host-memory must hold at least 4 pages");
+  }
+
+  if (!f.fault_inject.empty()) {
+    absl::StatusOr<std::map<uint32_t, std::vector<ecd::store::FaultRule>>> faults =
+        ecd::store::ParseDeviceFaultSpecs(absl::StrJoin(f.fault_inject, ","));
+    if (!faults.ok()) return Fail(absl::StrCat("--fault-inject: ", faults.status().message()));
+    ecd::Log(ecd::LogLevel::kWarning,
+             "--fault-inject: injecting faults into the I/O of %d device(s) (%s, seed %d); "
+             "for testing only, never on data you need",
+             faults->size(), absl::StrJoin(f.fault_inject, ","), f.fault_seed);
+    options.namespace_factory = ecd::store::FaultInjectingFactory(
+        ecd::store::NvmeNamespaceFactory(options.nvme), *std::move(faults), f.fault_seed);
   }
 
   ecd::store::RebuildSchedulerOptions rebuild_options;

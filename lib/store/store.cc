@@ -154,6 +154,12 @@ Store::Store(StoreOptions options)
 
 Store::~Store() = default;
 
+NamespaceFactory NvmeNamespaceFactory(const nvme::DeviceOptions& options) {
+  return [options](const std::string& path, uint64_t size, uint32_t lba_size, bool create) {
+    return OpenNvmeNamespace(path, size, lba_size, create, options);
+  };
+}
+
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   if (options.data_dir.empty()) return absl::InvalidArgumentError("data dir is empty");
   if (options.lba_size < 512 || (options.lba_size & (options.lba_size - 1)) != 0) {
@@ -169,12 +175,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
                                                    " must be a positive multiple of the LBA size ",
                                                    options.lba_size));
   }
-  if (!options.namespace_factory) {
-    options.namespace_factory = [nvme = options.nvme](const std::string& path, uint64_t size,
-                                                      uint32_t lba_size, bool create) {
-      return OpenNvmeNamespace(path, size, lba_size, create, nvme);
-    };
-  }
+  if (!options.namespace_factory) options.namespace_factory = NvmeNamespaceFactory(options.nvme);
   std::unique_ptr<Store> store(new Store(std::move(options)));
   if (absl::Status s = store->Init(); !s.ok()) return s;
   return store;

@@ -38,6 +38,9 @@ namespace ecd::store {
 using NamespaceFactory = std::function<absl::StatusOr<std::unique_ptr<Namespace>>(
     const std::string& path, uint64_t size_bytes, uint32_t lba_size, bool create)>;
 
+// The production factory: OpenNvmeNamespace with `options` (what Store::Open uses by default).
+NamespaceFactory NvmeNamespaceFactory(const nvme::DeviceOptions& options);
+
 struct StoreOptions {
   std::string data_dir;               // Holds catalog.db and devices/nvme<N>.ns.
   int device_count = 8;               // Devices created on first start; more are added later.

@@ -72,10 +72,15 @@ class TempStoreTest : public ::testing::Test {
     store_.reset();
     std::filesystem::remove_all(dir_);
   }
-  // (Re)opens the store, as a restart does.
-  void Open() {
+  // (Re)opens the store, as a restart does, with the namespace factory of the last Open.
+  void Open() { Open(factory_); }
+  // (Re)opens the store with `factory` (empty: the default NVMe namespaces) for this and later
+  // opens.
+  void Open(NamespaceFactory factory) {
     store_.reset();
+    factory_ = std::move(factory);
     StoreOptions o;
+    o.namespace_factory = factory_;
     o.data_dir = dir_.string();
     o.device_count = 8;
     o.device_size = 16 << 20;
@@ -86,6 +91,7 @@ class TempStoreTest : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
+  NamespaceFactory factory_;
   std::unique_ptr<Store> store_;
 };
 
