@@ -29,7 +29,9 @@ namespace ecd::store {
 // One fault to inject. A rule matches an operation of its `op` (kAny: read, write and flush)
 // whose LBA range overlaps the rule's (flushes have no range and match any). Of the matching
 // operations, the first `after_ops` pass untouched; each later one fires with `probability`,
-// at most `max_hits` times (0: without limit).
+// at most `max_hits` times (0: without limit). Rules are evaluated in order: every latency
+// rule that fires adds its delay; the first failing rule that fires decides the outcome and ends
+// the evaluation.
 struct FaultRule {
   enum class Op { kRead, kWrite, kFlush, kAny };
   enum class Kind {
