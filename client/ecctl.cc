@@ -226,6 +226,7 @@ void Encode(Client& c, const std::string& file, std::string name, uint32_t m, ui
 struct Streamed {
   uint64_t bytes = 0;
   uint32_t reconstructed = 0;
+  uint64_t version = 0;  // The object version the bytes come from (0: not told).
 };
 
 // Writes a stream of ReadResponse into `out` ("-": stdout) through a partial file that is
@@ -254,7 +255,9 @@ Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& con
   v1::ReadResponse chunk;
   uint64_t total = 0;
   uint32_t reconstructed = 0;
+  uint64_t version = 0;
   while (stream.Read(&chunk)) {
+    if (version == 0) version = chunk.object_version();
     reconstructed += chunk.reconstructed_blocks();
     const std::string& d = chunk.data();
     size_t at = 0;
@@ -298,7 +301,7 @@ Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& con
     }
     ::close(dir_fd);
   }
-  return Streamed{total, reconstructed};
+  return Streamed{total, reconstructed, version};
 }
 
 // ---- read
@@ -323,8 +326,10 @@ void Read(Client& c, const std::string& name, const std::string& out, const std:
   const uint32_t reconstructed = got.reconstructed;
   if (c.globals().json) {
     std::fprintf(to_stdout ? stderr : stdout,
-                 "{\"name\":\"%s\",\"bytes\":\"%llu\",\"reconstructed_blocks\":%u}\n", name.c_str(),
-                 static_cast<unsigned long long>(total), reconstructed);
+                 "{\"name\":\"%s\",\"bytes\":\"%llu\",\"reconstructed_blocks\":%u,"
+                 "\"version\":\"%llu\"}\n",
+                 name.c_str(), static_cast<unsigned long long>(total), reconstructed,
+                 static_cast<unsigned long long>(got.version));
     return;
   }
   std::fprintf(to_stdout ? stderr : stdout, "read %s: %s -> %s (%u blocks reconstructed)\n",
@@ -383,6 +388,92 @@ void Recover(Client& c, const std::string& name) {
               FormatSize(last.bytes_rebuilt()).c_str());
 }
 
+// ---- update
+
+// The bytes of a hex string ("" is none); exit code 2 for anything but pairs of hex digits.
+std::string DecodeHex(const std::string& hex) {
+  if (hex.size() % 2 != 0) {
+    throw Failure{2, "--data-hex needs an even number of hex digits (two per byte)"};
+  }
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    int byte = 0;
+    for (char ch : {hex[i], hex[i + 1]}) {
+      const int v = ch >= '0' && ch <= '9'   ? ch - '0'
+                    : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                    : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                             : -1;
+      if (v < 0) {
+        throw Failure{2, absl::StrCat("--data-hex: \"", std::string(1, ch),
+                                      "\" is not a hex digit (use 0-9, a-f)")};
+      }
+      byte = byte * 16 + v;
+    }
+    out.push_back(static_cast<char>(byte));
+  }
+  return out;
+}
+
+// Overwrites [offset, offset + n) of an object with a file's bytes (or --data-hex), as one
+// new version; prints the new version and size.
+void Update(Client& c, const std::string& name, const std::string& offset_text,
+            const std::string& file, const std::string& hex, bool hex_given, bool append) {
+  if (file.empty() == !hex_given) {
+    throw Failure{2, "update needs exactly one of --file F (\"-\" for stdin) or --data-hex HEX"};
+  }
+  absl::StatusOr<uint64_t> offset = ecd::ParseSize(offset_text);
+  if (!offset.ok()) throw Failure{2, absl::StrCat("--offset: ", offset.status().message())};
+  const std::string inline_bytes = hex_given ? DecodeHex(hex) : std::string();
+  int fd = -1;
+  if (!hex_given) {
+    fd = file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Failure{3, absl::StrCat("cannot open ", file, ": ", std::strerror(errno))};
+  }
+  v1::UpdateRequest request;
+  v1::UpdateHeader* h = request.mutable_header();
+  h->set_name(name);
+  h->set_offset(*offset);
+  h->set_append(append);
+
+  auto context = c.Context();
+  v1::UpdateResponse response;
+  auto writer = c.objects().Update(context.get(), &response);
+  bool ok = true;
+  if (hex_given) {
+    request.set_data(inline_bytes);
+    ok = writer->Write(request);
+  } else {
+    std::string buffer(kChunk, '\0');
+    for (;;) {
+      ssize_t n = ::read(fd, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        context->TryCancel();  // The daemon drops the new extents: the old version stays.
+        throw Failure{3, absl::StrCat("read ", file, ": ", std::strerror(err))};
+      }
+      if (n == 0) break;
+      request.set_data(buffer.data(), static_cast<size_t>(n));
+      if (!writer->Write(request)) {
+        ok = false;  // The server ended the stream early; Finish says why.
+        break;
+      }
+      request.Clear();
+    }
+    if (ok && request.has_header()) ok = writer->Write(request);  // No bytes: header only.
+    if (fd != STDIN_FILENO) ::close(fd);
+  }
+  writer->WritesDone();
+  c.Check(writer->Finish(), absl::StrCat("update ", name));
+  if (c.globals().json) return PrintJson(response);
+  const v1::ObjectInfo& o = response.object();
+  std::printf("updated %s: %llu bytes at offset %llu; now version %llu, %s (%llu bytes)\n",
+              o.name().c_str(), static_cast<unsigned long long>(response.bytes_written()),
+              static_cast<unsigned long long>(*offset),
+              static_cast<unsigned long long>(o.version()), FormatSize(o.size()).c_str(),
+              static_cast<unsigned long long>(o.size()));
+}
+
 // ---- stat, ls, rm
 
 void Stat(Client& c, const std::string& name, bool blocks, bool verify) {
@@ -399,6 +490,7 @@ void Stat(Client& c, const std::string& name, bool blocks, bool verify) {
   std::printf("name:             %s\n", o.name().c_str());
   std::printf("size:             %s (%llu bytes)\n", FormatSize(o.size()).c_str(),
               static_cast<unsigned long long>(o.size()));
+  std::printf("version:          %llu\n", static_cast<unsigned long long>(o.version()));
   std::printf("shape:            %s (%s)\n", Shape(o).c_str(), MatrixName(o.matrix()));
   std::printf("block size:       %s\n", FormatSize(o.block_size()).c_str());
   std::printf("stripes:          %llu\n", static_cast<unsigned long long>(o.stripe_count()));
@@ -711,6 +803,17 @@ int Main(int argc, char** argv) {
   read->add_option("--offset", offset, "First byte to read");
   read->add_option("--length", length, "Bytes to read (default: to the end)");
 
+  std::string update_offset, data_hex;
+  bool append = false;
+  auto* update =
+      app.add_subcommand("update", "Overwrite a byte range of an object (a new version)");
+  update->add_option("NAME", name, "Object name")->required();
+  update->add_option("--offset", update_offset, "First byte to overwrite (e.g. 4096, 1M)")
+      ->required();
+  update->add_option("--file", file, "File with the new bytes, or - for stdin");
+  auto* hex_option = update->add_option("--data-hex", data_hex, "The new bytes as hex digits");
+  update->add_flag("--append", append, "Let the bytes run past the end and grow the object");
+
   auto* recover = app.add_subcommand("recover", "Check every block and rebuild the bad ones");
   recover->add_option("NAME", name, "Object name")->required();
 
@@ -845,6 +948,8 @@ int Main(int argc, char** argv) {
       Encode(c, file, name, m, k, matrix, block_size);
     } else if (read->parsed()) {
       Read(c, name, out, offset, length);
+    } else if (update->parsed()) {
+      Update(c, name, update_offset, file, data_hex, hex_option->count() > 0, append);
     } else if (recover->parsed()) {
       Recover(c, name);
     } else if (stat->parsed()) {

@@ -13,12 +13,14 @@ namespace {
 // Streamed read responses carry at most this many bytes each.
 constexpr size_t kReadChunk = 1 << 20;
 
-// Feeds the data of an Encode stream to the store, the first message's bytes included.
-class EncodeStreamSource final : public store::ByteSource {
+// Feeds the data of a client stream (Encode or Update) to the store, the first message's bytes
+// included. Only the first message may carry a header.
+template <typename Request>
+class StreamSource final : public store::ByteSource {
  public:
-  EncodeStreamSource(grpc::ServerContext* context, grpc::ServerReader<v1::EncodeRequest>* reader,
-                     v1::EncodeRequest first)
-      : context_(context), reader_(reader), current_(std::move(first)) {}
+  StreamSource(grpc::ServerContext* context, grpc::ServerReader<Request>* reader, Request first,
+               const char* what)
+      : context_(context), reader_(reader), current_(std::move(first)), what_(what) {}
 
   absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
     while (at_ == current_.data().size()) {
@@ -28,13 +30,15 @@ class EncodeStreamSource final : public store::ByteSource {
       if (!reader_->Read(&current_)) {
         done_ = true;
         if (context_->IsCancelled()) {
-          return absl::CancelledError("the client cancelled the encode; nothing was stored");
+          return absl::CancelledError(
+              absl::StrCat("the client cancelled the ", what_, "; nothing was stored"));
         }
         return 0;
       }
       if (current_.has_header()) {
-        return absl::InvalidArgumentError(
-            "only the first EncodeRequest of a stream may carry a header");
+        return absl::InvalidArgumentError(absl::StrCat("only the first message of an ", what_,
+                                                       " stream may carry a header; nothing was "
+                                                       "stored"));
       }
     }
     const size_t n = std::min(buffer.size(), current_.data().size() - at_);
@@ -45,8 +49,9 @@ class EncodeStreamSource final : public store::ByteSource {
 
  private:
   grpc::ServerContext* const context_;
-  grpc::ServerReader<v1::EncodeRequest>* const reader_;
-  v1::EncodeRequest current_;
+  grpc::ServerReader<Request>* const reader_;
+  Request current_;
+  const char* const what_;
   size_t at_ = 0;
   bool done_ = false;
 };
@@ -55,6 +60,8 @@ class EncodeStreamSource final : public store::ByteSource {
 class ReadStreamSink final : public store::ByteSink {
  public:
   explicit ReadStreamSink(grpc::ServerWriter<v1::ReadResponse>* writer) : writer_(writer) {}
+
+  void SetVersion(uint64_t version) override { pending_.set_object_version(version); }
 
   absl::Status Start(uint64_t object_size) override {
     pending_.set_object_size(object_size);
@@ -122,7 +129,7 @@ grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
         grpc::StatusCode::INVALID_ARGUMENT,
         absl::StrCat("unknown matrix type ", h.matrix(), "; use cauchy or vandermonde"));
   }
-  EncodeStreamSource source(context, reader, std::move(first));
+  StreamSource<v1::EncodeRequest> source(context, reader, std::move(first), "encode");
   absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source);
   if (!object.ok()) return ToGrpc(object.status());
   ToProto(*object, response->mutable_object());
@@ -135,6 +142,30 @@ grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRe
   absl::Status s = store_->Read(request->name(), request->offset(), request->length(), sink);
   if (s.ok()) s = sink.Finish();
   return ToGrpc(s);
+}
+
+grpc::Status ObjectsService::Update(grpc::ServerContext* context,
+                                    grpc::ServerReader<v1::UpdateRequest>* reader,
+                                    v1::UpdateResponse* response) {
+  v1::UpdateRequest first;
+  if (!reader->Read(&first)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "empty Update stream: the first message must carry a header");
+  }
+  if (!first.has_header()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "the first UpdateRequest must carry a header (name, offset)");
+  }
+  const v1::UpdateHeader h = first.header();
+  StreamSource<v1::UpdateRequest> source(context, reader, std::move(first), "update");
+  absl::StatusOr<store::UpdateResult> result =
+      store_->Update(h.name(), h.offset(), source, h.append());
+  if (!result.ok()) return ToGrpc(result.status());
+  ToProto(result->object, response->mutable_object());
+  response->set_bytes_written(result->bytes_written);
+  response->set_stripes_updated(result->stripes_updated);
+  response->set_stripes_appended(result->stripes_appended);
+  return grpc::Status::OK;
 }
 
 grpc::Status ObjectsService::GetBlock(grpc::ServerContext* context,

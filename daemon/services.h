@@ -28,6 +28,8 @@ class ObjectsService final : public v1::Objects::Service {
                        grpc::ServerWriter<v1::RecoverProgress>* writer) override;
   grpc::Status GetBlock(grpc::ServerContext* context, const v1::GetBlockRequest* request,
                         grpc::ServerWriter<v1::ReadResponse>* writer) override;
+  grpc::Status Update(grpc::ServerContext* context, grpc::ServerReader<v1::UpdateRequest>* reader,
+                      v1::UpdateResponse* response) override;
 
  private:
   store::Store* const store_;

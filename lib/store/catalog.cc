@@ -12,8 +12,18 @@
 namespace ecd::store {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+// Version 1 is created by kSchema; each later version is reached by one migration below, run in
+// order in its own transaction at Open.
+constexpr int kSchemaVersion = 2;
 
+// Migrations[v - 2] takes a catalog from schema version v - 1 to v.
+constexpr const char* kMigrations[] = {
+    // 2: object versions, bumped by each committed update.
+    "ALTER TABLE objects ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+};
+static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion - 1);
+
+// The version 1 schema (a new catalog starts here and is migrated like an old one).
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS meta(
   key   TEXT PRIMARY KEY,
@@ -157,12 +167,13 @@ ObjectRecord ReadObject(const Statement& s) {
   o.block_size = static_cast<uint64_t>(s.Int(6));
   o.stripe_count = static_cast<uint64_t>(s.Int(7));
   o.created_unix_ms = s.Int(8);
+  o.version = static_cast<uint64_t>(s.Int(9));
   return o;
 }
 
 constexpr const char* kObjectColumns =
     "id, name, size, data_blocks, parity_blocks, matrix, block_size, stripe_count, "
-    "created_unix_ms";
+    "created_unix_ms, version";
 
 BlockRecord ReadBlock(const Statement& s) {
   BlockRecord b;
@@ -210,17 +221,30 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
   }
   if (absl::Status s = catalog->Exec(kSchema); !s.ok()) return s;
 
-  Statement version(db, "SELECT value FROM meta WHERE key = 'schema_version'");
-  absl::StatusOr<bool> row = version.Step();
-  if (!row.ok()) return row.status();
-  if (!*row) {
-    Statement put(db, "INSERT INTO meta(key, value) VALUES ('schema_version', ?)");
-    put.Bind(1, absl::StrCat(kSchemaVersion));
+  int version = 1;
+  {
+    Statement get(db, "SELECT value FROM meta WHERE key = 'schema_version'");
+    absl::StatusOr<bool> row = get.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) {  // A new catalog: kSchema made version 1.
+      Statement put(db, "INSERT INTO meta(key, value) VALUES ('schema_version', '1')");
+      if (absl::Status s = put.Run(); !s.ok()) return s;
+    } else if (!absl::SimpleAtoi(get.Text(0), &version) || version < 1 ||
+               version > kSchemaVersion) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("catalog ", path, " has schema version ", get.Text(0),
+                       "; this ecd reads 1..", kSchemaVersion, ": use a matching ecd release"));
+    }
+  }
+  // Each migration and its new schema_version commit together: a crash leaves v-1 or v.
+  for (; version < kSchemaVersion; ++version) {
+    Transaction txn(db);
+    if (!txn.status().ok()) return txn.status();
+    if (absl::Status s = catalog->Exec(kMigrations[version - 1]); !s.ok()) return s;
+    Statement put(db, "UPDATE meta SET value = ? WHERE key = 'schema_version'");
+    put.Bind(1, absl::StrCat(version + 1));
     if (absl::Status s = put.Run(); !s.ok()) return s;
-  } else if (version.Text(0) != absl::StrCat(kSchemaVersion)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("catalog ", path, " has schema version ", version.Text(0), "; this ecd reads ",
-                     kSchemaVersion, ": use a matching ecd release"));
+    if (absl::Status s = txn.Commit(); !s.ok()) return s;
   }
   return catalog;
 }
@@ -492,6 +516,50 @@ absl::Status Catalog::ReplaceBlocks(int64_t object_id, absl::Span<const BlockRec
                                               object_id, " is not in the catalog"));
     }
     if (absl::Status st = s.Reset(); !st.ok()) return st;
+  }
+  return txn.Commit();
+}
+
+absl::Status Catalog::CommitUpdate(int64_t object_id, uint64_t expected_version,
+                                   absl::Span<const BlockRecord> replaced,
+                                   absl::Span<const BlockRecord> added, uint64_t size,
+                                   uint64_t stripe_count) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_);
+  if (!txn.status().ok()) return txn.status();
+  Statement object(db_,
+                   "UPDATE objects SET size = ?, stripe_count = ?, version = version + 1 "
+                   "WHERE id = ? AND state = 'committed' AND version = ?");
+  object.Bind(1, static_cast<int64_t>(size)).Bind(2, static_cast<int64_t>(stripe_count));
+  object.Bind(3, object_id).Bind(4, static_cast<int64_t>(expected_version));
+  if (absl::Status st = object.Run(); !st.ok()) return st;
+  if (sqlite3_changes(db_) != 1) {
+    return absl::AbortedError(absl::StrCat("object ", object_id, " is not at version ",
+                                           expected_version, " any more; retry the update"));
+  }
+  Statement replace(db_,
+                    "UPDATE blocks SET device_id = ?, lba = ?, lba_count = ?, crc32c = ?, "
+                    "corrupt = 0 WHERE object_id = ? AND stripe = ? AND idx = ?");
+  for (const BlockRecord& b : replaced) {
+    replace.Bind(1, b.device).Bind(2, static_cast<int64_t>(b.lba)).Bind(3, b.lba_count);
+    replace.Bind(4, static_cast<int64_t>(b.crc32c)).Bind(5, object_id);
+    replace.Bind(6, static_cast<int64_t>(b.stripe)).Bind(7, b.index);
+    if (absl::Status st = replace.Run(); !st.ok()) return st;
+    if (sqlite3_changes(db_) != 1) {
+      return absl::InternalError(absl::StrCat("block ", b.stripe, "/", b.index, " of object ",
+                                              object_id, " is not in the catalog"));
+    }
+    if (absl::Status st = replace.Reset(); !st.ok()) return st;
+  }
+  Statement add(db_,
+                "INSERT INTO blocks(object_id, stripe, idx, device_id, lba, lba_count, crc32c, "
+                "corrupt) VALUES (?, ?, ?, ?, ?, ?, ?, 0)");
+  for (const BlockRecord& b : added) {
+    add.Bind(1, object_id).Bind(2, static_cast<int64_t>(b.stripe)).Bind(3, b.index);
+    add.Bind(4, b.device).Bind(5, static_cast<int64_t>(b.lba)).Bind(6, b.lba_count);
+    add.Bind(7, static_cast<int64_t>(b.crc32c));
+    if (absl::Status st = add.Run(); !st.ok()) return st;
+    if (absl::Status st = add.Reset(); !st.ok()) return st;
   }
   return txn.Commit();
 }

@@ -51,6 +51,8 @@ struct ObjectRecord {
   uint64_t block_size = 0;
   uint64_t stripe_count = 0;
   int64_t created_unix_ms = 0;
+  // 1 when encoded; each committed Update adds 1 (schema version 2, docs/catalog.md).
+  uint64_t version = 1;
 };
 
 struct BlockRecord {
@@ -108,6 +110,15 @@ class Catalog {
   // Points existing blocks (matched by stripe and index) at new extents with new checksums and
   // clears their corrupt flag, all in one transaction.
   absl::Status ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks);
+  // Commits an update of a committed object in one transaction: points `replaced` blocks
+  // (matched by stripe and index) at their new extents and checksums, clearing their corrupt
+  // flag; inserts the `added` blocks (new stripes of an append); sets the object's size and
+  // stripe count; and bumps its version. Aborted, with nothing changed, unless the object is
+  // at `expected_version`.
+  absl::Status CommitUpdate(int64_t object_id, uint64_t expected_version,
+                            absl::Span<const BlockRecord> replaced,
+                            absl::Span<const BlockRecord> added, uint64_t size,
+                            uint64_t stripe_count);
   // Sets or clears the corrupt flag of one block.
   absl::Status SetBlockCorrupt(int64_t object_id, uint64_t stripe, uint32_t index, bool corrupt);
 

@@ -9,6 +9,8 @@
 #include <deque>
 #include <filesystem>
 #include <future>
+#include <limits>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -97,27 +99,36 @@ struct Store::StripeBuffer {
   std::vector<absl::Span<uint8_t>> views;
 };
 
-// Per-object reader/writer locks, created on demand and dropped when unused.
+// Per-object reader/writer locks, created on demand and dropped when unused. Writers are
+// preferred: a writer waiting for its exclusive lock holds the object's turnstile, which new
+// readers pass through first, so a steady stream of reads cannot starve an update. (No request
+// takes an object's lock twice, so the turnstile cannot deadlock.)
 class Store::ObjectLocks {
  public:
+  struct Lock {
+    std::mutex turnstile;
+    std::shared_mutex rw;
+  };
   // Holds the lock of one object, shared or exclusive, for its lifetime.
   class Guard {
    public:
     Guard(ObjectLocks& table, absl::string_view name, bool exclusive)
-        : table_(table), name_(name), exclusive_(exclusive), mutex_(table.Get(name_)) {
+        : table_(table), name_(name), exclusive_(exclusive), lock_(table.Get(name_)) {
       if (exclusive_) {
-        mutex_->lock();
+        std::lock_guard turn(lock_->turnstile);
+        lock_->rw.lock();
       } else {
-        mutex_->lock_shared();
+        { std::lock_guard turn(lock_->turnstile); }
+        lock_->rw.lock_shared();
       }
     }
     ~Guard() {
       if (exclusive_) {
-        mutex_->unlock();
+        lock_->rw.unlock();
       } else {
-        mutex_->unlock_shared();
+        lock_->rw.unlock_shared();
       }
-      table_.Put(name_, mutex_);
+      table_.Put(name_, lock_);
     }
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
@@ -126,17 +137,17 @@ class Store::ObjectLocks {
     ObjectLocks& table_;
     const std::string name_;
     const bool exclusive_;
-    std::shared_ptr<std::shared_mutex> mutex_;
+    std::shared_ptr<Lock> lock_;
   };
 
  private:
-  std::shared_ptr<std::shared_mutex> Get(const std::string& name) {
+  std::shared_ptr<Lock> Get(const std::string& name) {
     std::lock_guard lock(mu_);
     auto& m = locks_[name];
-    if (!m) m = std::make_shared<std::shared_mutex>();
+    if (!m) m = std::make_shared<Lock>();
     return m;
   }
-  void Put(const std::string& name, std::shared_ptr<std::shared_mutex>& m) {
+  void Put(const std::string& name, std::shared_ptr<Lock>& m) {
     std::lock_guard lock(mu_);
     m.reset();
     auto it = locks_.find(name);
@@ -144,7 +155,7 @@ class Store::ObjectLocks {
   }
 
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<std::shared_mutex>> locks_;
+  std::map<std::string, std::shared_ptr<Lock>> locks_;
 };
 
 Store::Store(StoreOptions options)
@@ -448,6 +459,250 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   return object;
 }
 
+absl::Status Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
+                               const std::shared_ptr<const ec::Codec>& codec,
+                               const std::vector<const BlockRecord*>& by_index,
+                               const std::vector<int>& need, StripeBuffer& buffer) {
+  const size_t m = object.data_blocks;
+  const int width = static_cast<int>(by_index.size());
+  std::vector<bool> tried(width, false);
+  std::vector<int> available;
+  std::vector<int> wanted;
+  for (int i : need) {
+    tried[i] = true;
+    if (by_index[i] == nullptr) {
+      return absl::InternalError(
+          absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog"));
+    }
+    if (ReadBlock(object, *by_index[i], buffer.block(i))) {
+      available.push_back(i);
+    } else {
+      wanted.push_back(i);
+    }
+  }
+  if (wanted.empty()) return absl::OkStatus();
+  for (int i = 0; i < width && available.size() < m; ++i) {
+    if (tried[i] || by_index[i] == nullptr) continue;
+    if (ReadBlock(object, *by_index[i], buffer.block(i))) available.push_back(i);
+  }
+  if (available.size() < m) {
+    return absl::DataLossError(absl::StrCat(
+        "stripe ", stripe, " of \"", object.name, "\" has only ", available.size(),
+        " readable blocks of the ", m,
+        " needed to rebuild the blocks this update changes; "
+        "nothing was changed. Bring failed devices back online (`ecctl device online`) and "
+        "retry"));
+  }
+  std::sort(available.begin(), available.end());
+  std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
+  if (absl::Status s =
+          engine_->Submit(ec::RecoverTask{codec, std::move(all), available, wanted}).get();
+      !s.ok()) {
+    return s;
+  }
+  for (int i : wanted) {
+    if (Crc32c(buffer.block(i)) != by_index[i]->crc32c) {
+      return absl::DataLossError(absl::StrCat(
+          "stripe ", stripe, " block ", i, " of \"", object.name,
+          "\" rebuilt to bytes that fail its checksum; nothing was changed. Run `ecctl recover` "
+          "and check the devices"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
+                                                std::map<uint32_t, int>& occupied) {
+  std::lock_guard lock(mu_);
+  --occupied[old.device];  // The block leaves its old extent.
+  auto eligible = [&](const Device& d) {
+    return d.record.state == DeviceState::kOnline && d.ns != nullptr && occupied[d.record.id] == 0;
+  };
+  std::vector<Device*> candidates;
+  if (old.device < devices_.size() && eligible(*devices_[old.device])) {
+    candidates.push_back(devices_[old.device].get());
+  }
+  std::vector<Device*> others;
+  for (auto& d : devices_) {
+    if (d->record.id != old.device && eligible(*d)) others.push_back(d.get());
+  }
+  std::sort(others.begin(), others.end(), [](Device* a, Device* b) {
+    return a->allocator.free_lbas() > b->allocator.free_lbas();
+  });
+  candidates.insert(candidates.end(), others.begin(), others.end());
+  for (Device* d : candidates) {
+    std::optional<uint64_t> lba = d->allocator.Allocate(old.lba_count);
+    if (!lba) continue;
+    BlockRecord fresh = old;
+    fresh.device = d->record.id;
+    fresh.lba = *lba;
+    fresh.corrupt = false;
+    ++occupied[fresh.device];
+    return fresh;
+  }
+  ++occupied[old.device];
+  return absl::ResourceExhaustedError(
+      absl::StrCat("out of space: no online device outside stripe ", old.stripe, " has ",
+                   static_cast<uint64_t>(old.lba_count) * options_.lba_size,
+                   " free bytes for the new copy of block ", old.index,
+                   "; nothing was changed. Delete objects or add devices and retry"));
+}
+
+absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offset,
+                                           ByteSource& data, bool append) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
+  absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
+  if (!found.ok()) return found.status();
+  ObjectRecord object = *found;
+  if (offset > object.size) {
+    return absl::OutOfRangeError(
+        absl::StrCat("offset ", offset, " is past the end of \"", name, "\" (", object.size,
+                     " bytes); an update starts inside the object, or at its end (", object.size,
+                     ") with append"));
+  }
+  const int m = static_cast<int>(object.data_blocks);
+  const int k = static_cast<int>(object.parity_blocks);
+  const int width = m + k;
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
+  if (!codec.ok()) return codec.status();
+  const uint64_t bs = object.block_size;
+  const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
+  const uint64_t stride = LbasPerBlock(bs) * options_.lba_size;
+  // `old` holds a stripe's current blocks as read; `fresh` its new data and parity blocks.
+  StripeBuffer old(width, bs, stride);
+  StripeBuffer fresh(width, bs, stride);
+  if (old.memory == nullptr || fresh.memory == nullptr) {
+    return absl::ResourceExhaustedError("out of memory for the stripe buffers");
+  }
+
+  UpdateResult result;
+  std::vector<BlockRecord> replaced;    // New extents of rewritten blocks, to commit.
+  std::vector<BlockRecord> superseded;  // Their old extents, freed after the commit.
+  std::vector<BlockRecord> added;       // Blocks of appended stripes, to commit.
+  std::vector<bool> touched(devices_.size(), false);
+  // Nothing uncommitted is in the catalog, so giving back the new extents undoes everything.
+  auto abandon = [&](absl::Status status) -> absl::Status {
+    FreeExtents(replaced);
+    FreeExtents(added);
+    return status;
+  };
+  const uint64_t limit = append ? std::numeric_limits<uint64_t>::max() : object.size;
+  uint64_t pos = offset;  // The object offset of the next byte of `data`.
+  bool eof = false;
+  for (uint64_t stripe = offset / stripe_bytes; !eof; ++stripe) {
+    const uint64_t base = stripe * stripe_bytes;
+    const uint64_t lo = pos - base;
+    uint64_t hi = lo;  // The source's bytes go to [lo, hi) of this stripe's data.
+    while (hi < stripe_bytes) {
+      absl::StatusOr<size_t> n = data.Read(fresh.block(static_cast<int>(hi / bs)).subspan(hi % bs));
+      if (!n.ok()) return abandon(n.status());
+      if (*n == 0) {
+        eof = true;
+        break;
+      }
+      hi += *n;
+    }
+    if (hi == lo) break;
+    if (base + hi > limit) {
+      return abandon(absl::OutOfRangeError(absl::StrCat(
+          "the update runs past the end of \"", name, "\" (", object.size,
+          " bytes); nothing was changed. Send at most ", object.size - offset,
+          " bytes from offset ", offset, ", or pass append (`ecctl update --append`) to grow it")));
+    }
+    pos = base + hi;
+    result.bytes_written += hi - lo;
+    const int first = static_cast<int>(lo / bs);
+    const int last = static_cast<int>((hi - 1) / bs);
+
+    if (stripe >= object.stripe_count) {  // Past the old end (lo is 0): encode it fresh.
+      std::memset(fresh.block(last).data() + (hi - static_cast<uint64_t>(last) * bs), 0,
+                  static_cast<uint64_t>(last + 1) * bs - hi);
+      for (int i = last + 1; i < m; ++i) std::memset(fresh.block(i).data(), 0, bs);
+      ec::CreateTask task{*codec, {}, {}};
+      for (int i = 0; i < m; ++i) task.data.push_back(fresh.block(i));
+      for (int j = 0; j < k; ++j) task.parity.push_back(fresh.block(m + j));
+      if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+      if (absl::Status s = WriteStripe(object, stripe, fresh, added, touched); !s.ok()) {
+        return abandon(s);
+      }
+      ++result.stripes_appended;
+      continue;
+    }
+
+    // An existing stripe: old touched data blocks and old parity in, delta through the engine.
+    absl::StatusOr<std::vector<BlockRecord>> rows = catalog_->GetBlocks(object.id, stripe, 1);
+    if (!rows.ok()) return abandon(rows.status());
+    size_t row = 0;
+    const std::vector<const BlockRecord*> by_index = TakeStripe(*rows, row, stripe, width);
+    std::vector<int> changed;
+    for (int i = first; i <= last; ++i) changed.push_back(i);
+    std::vector<int> need = changed;
+    for (int j = 0; j < k; ++j) need.push_back(m + j);
+    if (absl::Status s = LoadBlocks(object, stripe, *codec, by_index, need, old); !s.ok()) {
+      return abandon(s);
+    }
+    ec::UpdateTask task{*codec, changed, {}, {}, {}, {}};
+    for (int i : changed) {
+      // The new block: the source's bytes in [from, to), the old bytes around them.
+      const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
+      const uint64_t from = std::max(lo, block_lo) - block_lo;
+      const uint64_t to = std::min(hi, block_lo + bs) - block_lo;
+      std::memcpy(fresh.block(i).data(), old.block(i).data(), from);
+      std::memcpy(fresh.block(i).data() + to, old.block(i).data() + to, bs - to);
+      task.old_data.push_back(old.block(i));
+      task.new_data.push_back(fresh.block(i));
+    }
+    for (int j = 0; j < k; ++j) {
+      task.old_parity.push_back(old.block(m + j));
+      task.new_parity.push_back(fresh.block(m + j));
+    }
+    if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+
+    // Copy-on-write: every changed block to a new extent; the live ones are not touched.
+    std::map<uint32_t, int> occupied;
+    for (const BlockRecord* b : by_index) {
+      if (b != nullptr) ++occupied[b->device];
+    }
+    for (int i : need) {
+      absl::StatusOr<BlockRecord> copy = AllocateCopy(*by_index[i], occupied);
+      if (!copy.ok()) return abandon(copy.status());
+      copy->crc32c = Crc32c(fresh.block(i));
+      replaced.push_back(*copy);
+      std::shared_ptr<Namespace> ns = NamespaceOf(copy->device, /*online_only=*/false);
+      if (ns == nullptr) {
+        return abandon(absl::UnavailableError(absl::StrCat("device ", copy->device, " is gone")));
+      }
+      if (absl::Status s = ns->Write(copy->lba, fresh.padded(i)); !s.ok()) return abandon(s);
+      touched[copy->device] = true;
+      superseded.push_back(*by_index[i]);
+    }
+    ++result.stripes_updated;
+  }
+  if (result.bytes_written == 0) {
+    result.object = object;
+    return result;
+  }
+
+  const uint64_t size = std::max(object.size, pos);
+  const uint64_t stripes = std::max(object.stripe_count, (size + stripe_bytes - 1) / stripe_bytes);
+  // Data first, then the catalog: the commit below is the moment the new version exists.
+  if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
+  if (absl::Status s =
+          catalog_->CommitUpdate(object.id, object.version, replaced, added, size, stripes);
+      !s.ok()) {
+    return abandon(s);
+  }
+  for (const BlockRecord& b : superseded) {
+    if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) ns->Deallocate(b.lba, b.lba_count);
+  }
+  FreeExtents(superseded);
+  object.size = size;
+  object.stripe_count = stripes;
+  ++object.version;
+  result.object = object;
+  return result;
+}
+
 absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
                                 std::vector<BlockRecord>& records, std::vector<bool>& touched) {
   const int width = static_cast<int>(object.data_blocks + object.parity_blocks);
@@ -550,6 +805,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
                                               "\" (", object.size, " bytes)"));
   }
   const uint64_t end = length == 0 || length > object.size - offset ? object.size : offset + length;
+  sink.SetVersion(object.version);
   if (absl::Status s = sink.Start(object.size); !s.ok()) return s;
   if (offset == end) return absl::OkStatus();
 
@@ -670,6 +926,7 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
   StripeBuffer buffer(width, object.block_size,
                       LbasPerBlock(object.block_size) * options_.lba_size);
   if (buffer.memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+  sink.SetVersion(object.version);
   if (absl::Status s = sink.Start(object.block_size); !s.ok()) return s;
   const BlockRecord* wanted = by_index[index];
   if (wanted != nullptr && !wanted->corrupt && ReadBlock(object, *wanted, buffer.block(index))) {

@@ -9,7 +9,7 @@
 // Memory: a read or recover holds one stripe, (M+K) x block size bytes, an encode
 // ec_workers + 1 of them; Encode refuses shapes whose stripe exceeds max_stripe_bytes.
 // Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
-// delete and recover of an object exclude other requests on that object only.
+// update, delete and recover of an object exclude other requests on that object only.
 #ifndef ECD_LIB_STORE_STORE_H_
 #define ECD_LIB_STORE_STORE_H_
 
@@ -77,10 +77,19 @@ class ByteSource {
 class ByteSink {
  public:
   virtual ~ByteSink() = default;
+  // Called once before Start with the version of the object being read (ObjectRecord::version).
+  virtual void SetVersion(uint64_t version) {}
   // Called once before any data, with the whole object's size.
   virtual absl::Status Start(uint64_t object_size) = 0;
   // Consecutive bytes of the requested range; `reconstructed` blocks were rebuilt to serve them.
   virtual absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) = 0;
+};
+
+struct UpdateResult {
+  ObjectRecord object;            // As committed: new size, stripe count and version.
+  uint64_t bytes_written = 0;     // Bytes taken from the source.
+  uint64_t stripes_updated = 0;   // Existing stripes changed through the parity delta.
+  uint64_t stripes_appended = 0;  // New stripes encoded for an append.
 };
 
 struct BlockStatus {
@@ -137,6 +146,21 @@ class Store {
   // name, or more blocks per stripe than devices; AlreadyExists; FailedPrecondition when too few
   // devices are online; ResourceExhausted when space runs out. On error nothing is stored.
   absl::StatusOr<ObjectRecord> Encode(const EncodeParams& params, ByteSource& source);
+
+  // Overwrites bytes [offset, offset + n) of an object with the n bytes of `data`, across block
+  // and stripe boundaries. Without `append` the range must lie inside the object; with it the
+  // object may grow (offset <= size). Each touched stripe's new parity comes from the EC update
+  // of its changed data blocks (old blocks CRC-checked, rebuilt from the stripe if bad); untouched
+  // data blocks are not read; new stripes of an append are encoded fresh. Copy-on-write: the new
+  // blocks go to new extents (on the old block's device when it has room), every touched device
+  // is flushed, and one catalog transaction switches the blocks, size, stripe count and version
+  // (+1); then the old extents are freed. A crash or error at any point leaves the old version
+  // whole and its new extents free. n == 0 changes nothing (the version stays). Holds the
+  // object's lock exclusively: readers see the old or the new version, never a mix. Memory: two
+  // stripes. NotFound; OutOfRange for an offset past the end, or for bytes past the end without
+  // `append`; DataLoss if a touched stripe cannot be read; ResourceExhausted when space runs out.
+  absl::StatusOr<UpdateResult> Update(absl::string_view name, uint64_t offset, ByteSource& data,
+                                      bool append);
 
   // Streams bytes [offset, offset + length) of an object (length 0: to the end) to `sink`,
   // rebuilding blocks that are on failed devices, unreadable or corrupt. NotFound; OutOfRange
@@ -196,6 +220,18 @@ class Store {
   // Reads block `b` into `out` and checks it. Returns false (and marks it corrupt in the catalog
   // when it was readable but wrong) if the block cannot be used.
   bool ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out);
+  // Makes blocks `need` of stripe `stripe` good in `buffer`: reads each one (checking its CRC)
+  // and rebuilds those that cannot be read from M good blocks of the stripe (checking the
+  // rebuilt bytes against the recorded CRC). DataLoss when that is impossible.
+  absl::Status LoadBlocks(const ObjectRecord& object, uint64_t stripe,
+                          const std::shared_ptr<const ec::Codec>& codec,
+                          const std::vector<const BlockRecord*>& by_index,
+                          const std::vector<int>& need, StripeBuffer& buffer);
+  // Allocates a new extent for a rewritten block `old`: on its own device if that is online and
+  // has room, else on the emptiest online device with `occupied` 0 (a device holding no other
+  // block of the stripe). Updates `occupied`. ResourceExhausted when no device fits.
+  absl::StatusOr<BlockRecord> AllocateCopy(const BlockRecord& old,
+                                           std::map<uint32_t, int>& occupied);
   bool DeviceOnline(uint32_t id);
   // The device's namespace (null if it could not be opened); with `online_only`, null unless
   // the device is online. The handle stays valid for the caller even if the device is reopened.
