@@ -48,6 +48,7 @@ PY
       echo "update $name" >"$WORK/pending/$id.op"
       if "$ECTL" --addr "$ADDR" update "$name" --offset "$off" --file "$WORK/pending/$id.patch" >/dev/null 2>&1; then
         mv "$WORK/pending/$id.new" "$MODEL/$name"
+        echo >>"$WORK/updates.acked"
       fi
       rm -f "$WORK/pending/$id.op"
     else
@@ -56,6 +57,7 @@ PY
       echo "encode $name" >"$WORK/pending/$id.op"
       if "$ECTL" --addr "$ADDR" encode "$WORK/pending/$id.new" --name "$name" --block-size 4K >/dev/null 2>&1; then
         mv "$WORK/pending/$id.new" "$MODEL/$name"
+        echo >>"$WORK/encodes.acked"
       fi
       rm -f "$WORK/pending/$id.op"
     fi
@@ -128,6 +130,11 @@ for kill in $(seq 1 "$KILLS"); do
   fi
   printf '   kill %d: %d objects verified\n' "$kill" "$(ls "$MODEL" | wc -l)"
 done
+encodes=$(cat "$WORK/encodes.acked" 2>/dev/null | wc -l)
+updates=$(cat "$WORK/updates.acked" 2>/dev/null | wc -l)
+echo "   acknowledged: $encodes encodes, $updates updates"
+[ "$encodes" -gt 0 ] || fail "no encode was acknowledged: the load did not run"
+[ $HAVE_UPDATE = 0 ] || [ "$updates" -gt 0 ] || fail "no update was acknowledged: the load did not run"
 step "independent parity check of every stripe of 8 objects"
 python3 "$HERE/parity_check.py" "$ECTL" "$ADDR" $(ls "$MODEL" | shuf -n 8) || fail "parity does not match data"
 stop_ecd
