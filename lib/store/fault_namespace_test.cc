@@ -119,8 +119,7 @@ TEST(ParseFaultSpecTest, DeviceSpecs) {
   EXPECT_DOUBLE_EQ(d->at(2)[0].probability, 0.5);
   ASSERT_EQ(d->at(5).size(), 2u);
   EXPECT_EQ(d->at(5)[1].op, Op::kFlush);
-  for (const char* bad :
-       {"x=read:eio", "read:eio", "1=read:eio,1=write:eio", "3=read:nope"}) {
+  for (const char* bad : {"x=read:eio", "read:eio", "1=read:eio,1=write:eio", "3=read:nope"}) {
     auto r = ParseDeviceFaultSpecs(bad);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
