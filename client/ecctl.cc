@@ -164,6 +164,30 @@ std::string Shape(const v1::ObjectInfo& o) {
 
 // ---- encode
 
+// Streams the bytes of `fd` (named `file` in errors) as the data of `request`s, the first of which
+// also carries the header already set in `request`. A file with no bytes sends the header
+// alone. Stops early if the server ends the stream (Finish then says why); cancels the call and
+// throws on a read error.
+template <typename Request, typename Writer>
+void StreamFile(int fd, const std::string& file, Request& request, Writer& writer,
+                grpc::ClientContext& context) {
+  std::string buffer(kChunk, '\0');
+  for (;;) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      context.TryCancel();
+      throw Failure{3, absl::StrCat("read ", file, ": ", std::strerror(err))};
+    }
+    if (n == 0) break;
+    request.set_data(buffer.data(), static_cast<size_t>(n));
+    if (!writer.Write(request)) return;
+    request.Clear();
+  }
+  if (request.has_header()) writer.Write(request);
+}
+
 void Encode(Client& c, const std::string& file, std::string name, uint32_t m, uint32_t k,
             const std::string& matrix, const std::string& block_size) {
   if (name.empty()) {
@@ -194,24 +218,7 @@ void Encode(Client& c, const std::string& file, std::string name, uint32_t m, ui
   v1::EncodeResponse response;
   auto writer = c.objects().Encode(context.get(), &response);
   v1::EncodeRequest request = std::move(first);
-  std::string buffer(kChunk, '\0');
-  bool ok = true;
-  for (;;) {
-    ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      context->TryCancel();
-      throw Failure{3, absl::StrCat("read ", file, ": ", std::strerror(errno))};
-    }
-    if (n == 0) break;
-    request.set_data(buffer.data(), static_cast<size_t>(n));
-    if (!writer->Write(request)) {
-      ok = false;  // The server ended the stream early; Finish says why.
-      break;
-    }
-    request.Clear();
-  }
-  if (ok && request.has_header()) ok = writer->Write(request);  // An empty file: header only.
+  StreamFile(fd, file, request, *writer, *context);
   if (fd != STDIN_FILENO) ::close(fd);
   writer->WritesDone();
   c.Check(writer->Finish(), absl::StrCat("encode ", name));
@@ -438,29 +445,13 @@ void Update(Client& c, const std::string& name, const std::string& offset_text,
   auto context = c.Context();
   v1::UpdateResponse response;
   auto writer = c.objects().Update(context.get(), &response);
-  bool ok = true;
   if (hex_given) {
     request.set_data(inline_bytes);
-    ok = writer->Write(request);
+    writer->Write(request);  // if the server ended the stream early, Finish says why
   } else {
-    std::string buffer(kChunk, '\0');
-    for (;;) {
-      ssize_t n = ::read(fd, buffer.data(), buffer.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int err = errno;
-        context->TryCancel();  // The daemon drops the new extents: the old version stays.
-        throw Failure{3, absl::StrCat("read ", file, ": ", std::strerror(err))};
-      }
-      if (n == 0) break;
-      request.set_data(buffer.data(), static_cast<size_t>(n));
-      if (!writer->Write(request)) {
-        ok = false;  // The server ended the stream early; Finish says why.
-        break;
-      }
-      request.Clear();
-    }
-    if (ok && request.has_header()) ok = writer->Write(request);  // No bytes: header only.
+    // On a read error the stream is cancelled: the daemon drops the new extents and the old
+    // version stays.
+    StreamFile(fd, file, request, *writer, *context);
     if (fd != STDIN_FILENO) ::close(fd);
   }
   writer->WritesDone();
