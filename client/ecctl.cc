@@ -734,10 +734,9 @@ void CxlDecode(const std::string& path, const std::string& log) {
     throw Failure{3,
                   absl::StrCat(path, " holds ", data.size(), " bytes, not whole 128-byte records")};
   }
-  const ecd::cxl::EventLog logs[] = {ecd::cxl::EventLog::kInformational,
-                                     ecd::cxl::EventLog::kWarning, ecd::cxl::EventLog::kFailure,
-                                     ecd::cxl::EventLog::kFatal};
-  const std::string log_name(ecd::cxl::EventLogName(logs[static_cast<int>(ParseLog(log)) - 1]));
+  // CXL_LOG_INFORMATIONAL..FATAL are 1..4; the device's log numbers are 0..3.
+  const std::string log_name(
+      ecd::cxl::EventLogName(static_cast<ecd::cxl::EventLog>(ParseLog(log) - 1)));
   for (size_t off = 0; off < data.size(); off += 128) {
     auto rec = ecd::cxl::DecodeRecord(
         absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()) + off, 128));

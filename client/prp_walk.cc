@@ -122,7 +122,7 @@ absl::StatusOr<std::string> RunPrpWalk(const std::string& request_json, bool pre
   });
   nvme::NvmeStatus status;
   std::vector<nvme::DataSegment> segments;
-  if (mdts != 0 && length > (uint64_t{nvme::kMinPageSize} << mdts)) {
+  if (mdts != 0 && length > nvme::MdtsBytes(mdts)) {
     status = nvme::Failure(nvme::kScInvalidField);
   } else {
     nvme::PrpWalk walk = nvme::WalkPrps(**fetcher, page, *prp1, *prp2, length);

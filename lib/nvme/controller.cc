@@ -43,12 +43,12 @@ absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(HostMemory* memor
         absl::StrFormat("LBA size %u is not a power of two of at least 512", lba_size));
   }
   // The fetch manager's 10-bit No_of_desc_rem bounds a command to about 1024 list entries.
-  const uint64_t max_pages = (uint64_t{kMinPageSize} << options.mdts) / memory->page_size();
+  const uint64_t max_pages = MdtsBytes(options.mdts) / memory->page_size();
   if (options.mdts == 0 || max_pages > 1024) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "MDTS %u allows %u-byte commands, more than 1024 pages of %u bytes that a PRP list "
         "set can describe; use an MDTS from 1 to %u",
-        options.mdts, uint64_t{kMinPageSize} << options.mdts, memory->page_size(),
+        options.mdts, MdtsBytes(options.mdts), memory->page_size(),
         10 + std::countr_zero(memory->page_size()) - 12));
   }
   PrpFetchOptions fo;
@@ -88,9 +88,7 @@ Controller::~Controller() {
   if (reaper_.joinable()) reaper_.join();
 }
 
-uint64_t Controller::max_transfer_bytes() const {
-  return options_.mdts == 0 ? 0 : uint64_t{kMinPageSize} << options_.mdts;
-}
+uint64_t Controller::max_transfer_bytes() const { return MdtsBytes(options_.mdts); }
 
 void Controller::AttachQueues(SubmissionQueue* sq, CompletionQueue* cq,
                               std::function<void(CompletionQueue&)> interrupt) {
@@ -127,26 +125,7 @@ void Controller::Start(const SubmissionEntry& e) {
     if (e.nsid != 1 && e.nsid != 0xFFFFFFFF) {
       return CompleteNow(e.cid, Failure(kScInvalidNamespace));
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      Inflight f;
-      f.cid = e.cid;
-      f.opcode = op;
-      f.ops_left = 1;
-      inflight_[e.cid] = f;
-      ++stats_.flushes;
-      ++stats_.io_ops;
-      ++stats_.in_flight;
-    }
-    IoOp io{IoOp::Kind::kFsync, 0, nullptr, 0, Tag(e.cid)};
-    if (absl::Status s = uring_->Submit(absl::MakeConstSpan(&io, 1)); !s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      inflight_.erase(e.cid);
-      --stats_.in_flight;
-      immediate_.emplace_back(e.cid, Failure(kScInternalError));
-      ++stats_.errors[Failure(kScInternalError).Field()];
-    }
-    return;
+    return Launch(e.cid, op, {IoOp{IoOp::Kind::kFsync, 0, nullptr, 0, Tag(e.cid)}}, 0);
   }
   if (e.nsid != 1) return CompleteNow(e.cid, Failure(kScInvalidNamespace));
   const uint64_t blocks = uint64_t{e.nlb} + 1;
@@ -176,24 +155,31 @@ void Controller::Start(const SubmissionEntry& e) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Inflight f;
-    f.cid = e.cid;
-    f.opcode = op;
-    f.ops_left = static_cast<uint32_t>(ops.size());
-    f.expected = length;
-    inflight_[e.cid] = f;
-    ++(op == Opcode::kRead ? stats_.reads : stats_.writes);
-    stats_.io_ops += ops.size();
     stats_.data_segments += walk.segments.size();
     stats_.prp_sets += walk.fetch_sets;
+  }
+  Launch(e.cid, op, std::move(ops), length);
+}
+
+void Controller::Launch(uint16_t cid, Opcode op, std::vector<IoOp> ops, uint64_t expected) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Inflight f;
+    f.cid = cid;
+    f.opcode = op;
+    f.ops_left = static_cast<uint32_t>(ops.size());
+    f.expected = expected;
+    inflight_[cid] = f;
+    ++(op == Opcode::kRead ? stats_.reads : op == Opcode::kWrite ? stats_.writes : stats_.flushes);
+    stats_.io_ops += ops.size();
     ++stats_.in_flight;
   }
   if (absl::Status s = uring_->Submit(ops); !s.ok()) {
     // Submit queues all or nothing; nothing of this command is in flight.
     std::lock_guard<std::mutex> lock(mu_);
-    inflight_.erase(e.cid);
+    inflight_.erase(cid);
     --stats_.in_flight;
-    immediate_.emplace_back(e.cid, Failure(kScInternalError));
+    immediate_.emplace_back(cid, Failure(kScInternalError));
     ++stats_.errors[Failure(kScInternalError).Field()];
   }
 }

@@ -35,6 +35,11 @@ namespace ecd::nvme {
 
 inline constexpr uint32_t kMinPageSize = 4096;  // CAP.MPSMIN = 0
 
+// The largest transfer MDTS allows: 2^mdts units of the minimum page size; 0 means no limit.
+inline constexpr uint64_t MdtsBytes(uint32_t mdts) {
+  return mdts == 0 ? 0 : uint64_t{kMinPageSize} << mdts;
+}
+
 struct ControllerOptions {
   // Maximum data transfer size as a power of two in units of the minimum page size (4 KiB):
   // 8 means 1 MiB. 1..10 with 4 KiB pages (a command's list must fit the fetch manager's
@@ -106,6 +111,9 @@ class Controller {
              const ControllerOptions& options);
   void Start(const SubmissionEntry& e);
   void CompleteNow(uint16_t cid, NvmeStatus status);
+  // Records command `cid` as in flight with `ops` and hands them to io_uring; `expected` is the
+  // byte count the ops must move (0 for a flush).
+  void Launch(uint16_t cid, Opcode op, std::vector<IoOp> ops, uint64_t expected);
   void ReaperLoop();
   void Post(const std::vector<std::pair<uint16_t, NvmeStatus>>& done);
 

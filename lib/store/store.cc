@@ -512,14 +512,15 @@ absl::Status Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
 }
 
 absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
-                                                std::map<uint32_t, int>& occupied) {
+                                                std::map<uint32_t, int>& occupied,
+                                                bool allow_same_device) {
   std::lock_guard lock(mu_);
   --occupied[old.device];  // The block leaves its old extent.
   auto eligible = [&](const Device& d) {
     return d.record.state == DeviceState::kOnline && d.ns != nullptr && occupied[d.record.id] == 0;
   };
   std::vector<Device*> candidates;
-  if (old.device < devices_.size() && eligible(*devices_[old.device])) {
+  if (allow_same_device && old.device < devices_.size() && eligible(*devices_[old.device])) {
     candidates.push_back(devices_[old.device].get());
   }
   std::vector<Device*> others;
@@ -1116,45 +1117,16 @@ absl::StatusOr<RecoverProgress> Store::Recover(
               object.name, stripe, i);
           break;
         }
-        --occupied[old.device];  // This block is leaving its device.
-        BlockRecord fresh = old;
-        bool placed = false;
-        {
-          std::lock_guard lock(mu_);
-          auto eligible = [&](const Device& d) {
-            return d.record.state == DeviceState::kOnline && d.ns != nullptr &&
-                   occupied[d.record.id] == 0;
-          };
-          // Prefer the block's own device (copy-on-write), else the emptiest eligible one.
-          std::vector<Device*> candidates;
-          Device& own = *devices_[old.device];
-          if (!forced && eligible(own)) candidates.push_back(&own);
-          std::vector<Device*> others;
-          for (auto& d : devices_) {
-            if (d->record.id != old.device && eligible(*d)) others.push_back(d.get());
-          }
-          std::sort(others.begin(), others.end(), [](Device* a, Device* b) {
-            return a->allocator.free_lbas() > b->allocator.free_lbas();
-          });
-          candidates.insert(candidates.end(), others.begin(), others.end());
-          for (Device* d : candidates) {
-            std::optional<uint64_t> lba = d->allocator.Allocate(lbas);
-            if (!lba) continue;
-            fresh.device = d->record.id;
-            fresh.lba = *lba;
-            placed = true;
-            break;
-          }
-        }
-        if (!placed) {             // Keep going: other blocks and stripes may still find room.
-          ++occupied[old.device];  // The block stays where it is.
+        // Prefer the block's own device (copy-on-write) unless it is being evicted.
+        absl::StatusOr<BlockRecord> placed =
+            AllocateCopy(old, occupied, /*allow_same_device=*/!forced);
+        if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
           no_space = absl::ResourceExhaustedError(absl::StrCat(
               "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
               " free bytes for a rebuilt block; add or repair devices and run recover again"));
           continue;
         }
-        ++occupied[fresh.device];
-        fresh.corrupt = false;
+        const BlockRecord fresh = *placed;
         replaced.push_back(fresh);
         std::shared_ptr<Namespace> target = NamespaceOf(fresh.device, /*online_only=*/false);
         if (target == nullptr) return abandon(absl::UnavailableError("the device is gone"));

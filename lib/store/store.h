@@ -229,9 +229,11 @@ class Store {
                           const std::vector<int>& need, StripeBuffer& buffer);
   // Allocates a new extent for a rewritten block `old`: on its own device if that is online and
   // has room, else on the emptiest online device with `occupied` 0 (a device holding no other
-  // block of the stripe). Updates `occupied`. ResourceExhausted when no device fits.
+  // block of the stripe). With !allow_same_device the block must leave its device (evacuation).
+  // Updates `occupied`. ResourceExhausted when no device fits.
   absl::StatusOr<BlockRecord> AllocateCopy(const BlockRecord& old,
-                                           std::map<uint32_t, int>& occupied);
+                                           std::map<uint32_t, int>& occupied,
+                                           bool allow_same_device = true);
   bool DeviceOnline(uint32_t id);
   // The device's namespace (null if it could not be opened); with `online_only`, null unless
   // the device is online. The handle stays valid for the caller even if the device is reopened.

@@ -3,10 +3,7 @@
 # one line on stderr and a non-zero exit.
 set -euo pipefail
 TOOL=$1
-WORK=$(mktemp -d /tmp/ecd-prp.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+source "$(dirname "$0")/lib.sh"  # WORK, fail, json
 
 # The example of docs/nvme.md: 40 x 512 B = 5 pages; first list mid-page, chained.
 cat >"$WORK/cmd.json" <<'JSON'
