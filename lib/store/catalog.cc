@@ -327,6 +327,23 @@ absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
   return txn.Commit();
 }
 
+absl::StatusOr<std::optional<std::string>> Catalog::GetMeta(absl::string_view key) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT value FROM meta WHERE key = ?");
+  s.Bind(1, key);
+  absl::StatusOr<bool> row = s.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<std::string>();
+  return std::optional<std::string>(s.Text(0));
+}
+
+absl::Status Catalog::SetMeta(absl::string_view key, absl::string_view value) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+  s.Bind(1, key).Bind(2, value);
+  return s.Run();
+}
+
 absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
   std::lock_guard lock(mu_);
   Statement s(

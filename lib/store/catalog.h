@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,10 @@ class Catalog {
                             absl::Span<const BlockRecord> replaced,
                             absl::Span<const BlockRecord> added, uint64_t size,
                             uint64_t stripe_count);
+  // A value of the meta table (docs/catalog.md lists the keys); nullopt when unset.
+  absl::StatusOr<std::optional<std::string>> GetMeta(absl::string_view key);
+  absl::Status SetMeta(absl::string_view key, absl::string_view value);
+
   // Sets or clears the corrupt flag of one block.
   absl::Status SetBlockCorrupt(int64_t object_id, uint64_t stripe, uint32_t index, bool corrupt);
 

@@ -366,22 +366,6 @@ class FaultStoreTest : public TempStoreTest {
   void OpenWithFaults(std::map<uint32_t, std::vector<FaultRule>> rules) {
     Open(FaultInjectingFactory(NvmeNamespaceFactory({}), std::move(rules), 99, &registry_));
   }
-  absl::StatusOr<ObjectRecord> Put(const std::string& name, const std::vector<uint8_t>& data) {
-    EncodeParams p;
-    p.name = name;
-    p.data_blocks = 4;
-    p.parity_blocks = 2;
-    p.block_size = 4096;
-    VectorSource src(data);
-    return store_->Encode(p, src);
-  }
-  uint64_t TotalFree() {
-    auto d = store_->ListDevices();
-    EXPECT_TRUE(d.ok());
-    uint64_t f = 0;
-    for (const auto& x : *d) f += x.free_bytes;
-    return f;
-  }
   // Encode fails cleanly: an error, no object, no space used; then works without the fault.
   void ExpectEncodeFailsCleanly(uint32_t device, absl::StatusCode code) {
     const uint64_t free_before = TotalFree();
@@ -444,25 +428,49 @@ TEST_F(FaultStoreTest, TornWriteFailsTheEncodeCleanly) {
   ExpectEncodeFailsCleanly(5, absl::StatusCode::kDataLoss);
 }
 
-TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeUntilTheDeviceIsReplaced) {
+TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeAndMakesTheDeviceSuspect) {
   OpenWithFaults({{1, Rules("flush:eio")}});
+  std::vector<std::pair<uint32_t, std::string>> suspects;
+  store_->SetSuspectListener(
+      [&](uint32_t device, const std::string& reason) { suspects.emplace_back(device, reason); });
   const uint64_t free_before = TotalFree();
   const auto data = RandomBytes(100000, 6);
   auto o = Put("x", data);
   ASSERT_FALSE(o.ok());
   EXPECT_EQ(o.status().code(), absl::StatusCode::kUnavailable) << o.status();
+  EXPECT_TRUE(absl::StrContains(o.status().message(), "device 1")) << o.status();
   EXPECT_EQ(TotalFree(), free_before);
-  registry_->SetRules(1, {});
-  EXPECT_FALSE(Put("x", data).ok());  // Sticky: the device's flush failed once.
-  EXPECT_EQ(TotalFree(), free_before);
-  // Failing and reopening the device (a replacement) opens a fresh namespace.
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kOnline).ok());
-  auto ok = Put("x", data);
+  EXPECT_EQ(store_->Stat("x", false, false).status().code(), absl::StatusCode::kNotFound);
+  // The device is suspect: failing (persisted), told to the listener once, and given no new
+  // blocks, so the failed flush is never retried into a success on it.
+  ASSERT_EQ(suspects.size(), 1u);
+  EXPECT_EQ(suspects[0].first, 1u);
+  EXPECT_TRUE(absl::StrContains(suspects[0].second, "flush failed")) << suspects[0].second;
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)[1].record.state, DeviceState::kFailing);
+  auto ok = Put("x", data);  // The retry goes to the 7 other devices.
   ASSERT_TRUE(ok.ok()) << ok.status();
+  auto st = store_->Stat("x", /*with_blocks=*/true, /*verify=*/true);
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->degraded_stripes, 0u);
+  for (const auto& stripe : st->stripes) {
+    for (const auto& b : stripe.blocks) EXPECT_NE(b.record.device, 1u);
+  }
   VectorSink sink;
   ASSERT_TRUE(store_->Read("x", 0, 0, sink).ok());
   EXPECT_EQ(sink.bytes, data);
+  EXPECT_EQ(suspects.size(), 1u);
+  // A restart keeps it failing; failing and reopening the device (a replacement) brings a
+  // fresh namespace that flushes again.
+  Open();
+  devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)[1].record.state, DeviceState::kFailing);
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  registry_->SetRules(1, {});
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kOnline).ok());
+  ASSERT_TRUE(Put("y", data).ok());
 }
 
 }  // namespace

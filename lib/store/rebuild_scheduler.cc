@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/store/pacer.h"
 #include "lib/util/log.h"
 
 namespace ecd::store {
@@ -169,14 +170,6 @@ void RebuildScheduler::Loop() {
   }
 }
 
-void RebuildScheduler::Throttle(uint64_t bytes_so_far, absl::Time since) {
-  if (options_.rate_bytes_per_sec == 0) return;
-  const absl::Duration due =
-      absl::Seconds(static_cast<double>(bytes_so_far) / options_.rate_bytes_per_sec);
-  const absl::Duration ahead = due - (absl::Now() - since);
-  if (ahead > absl::ZeroDuration()) absl::SleepFor(std::min(ahead, absl::Seconds(5)));
-}
-
 void RebuildScheduler::Run(RebuildJob& job) {
   const RebuildSpec& spec = job.spec;
   auto fail = [&](const std::string& why) {
@@ -220,7 +213,7 @@ void RebuildScheduler::Run(RebuildJob& job) {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_[job.id].objects_total = job.objects_total = objects.size();
   }
-  const absl::Time start = absl::Now();
+  const Pacer pacer(options_.rate_bytes_per_sec);
   std::vector<std::string> errors;
   for (const std::string& name : objects) {
     {
@@ -240,7 +233,7 @@ void RebuildScheduler::Run(RebuildJob& job) {
             live.bytes_moved = before.bytes_moved + now.bytes_rebuilt;
             moved = live.bytes_moved;
           }
-          Throttle(moved, start);  // outside the lock
+          absl::SleepFor(pacer.Delay(moved));  // outside the lock
         },
         options);
     std::lock_guard<std::mutex> lock(mu_);

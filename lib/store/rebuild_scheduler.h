@@ -86,7 +86,6 @@ class RebuildScheduler {
  private:
   void Loop();
   void Run(RebuildJob& job);
-  void Throttle(uint64_t bytes_so_far, absl::Time since);
 
   Store* const store_;
   const RebuildSchedulerOptions options_;

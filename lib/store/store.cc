@@ -474,7 +474,7 @@ absl::Status Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
       return absl::InternalError(
           absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog"));
     }
-    if (ReadBlock(object, *by_index[i], buffer.block(i))) {
+    if (ReadBlock(object, *by_index[i], buffer.block(i)) == BlockRead::kGood) {
       available.push_back(i);
     } else {
       wanted.push_back(i);
@@ -483,7 +483,8 @@ absl::Status Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
   if (wanted.empty()) return absl::OkStatus();
   for (int i = 0; i < width && available.size() < m; ++i) {
     if (tried[i] || by_index[i] == nullptr) continue;
-    if (ReadBlock(object, *by_index[i], buffer.block(i))) available.push_back(i);
+    if (ReadBlock(object, *by_index[i], buffer.block(i)) == BlockRead::kGood)
+      available.push_back(i);
   }
   if (available.size() < m) {
     return absl::DataLossError(absl::StrCat(
@@ -755,13 +756,36 @@ absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
     std::shared_ptr<Namespace> ns = NamespaceOf(static_cast<uint32_t>(d), /*online_only=*/false);
     absl::Status s = ns == nullptr ? absl::UnavailableError("the device is gone") : ns->Flush();
     if (!s.ok()) {
-      return absl::UnavailableError(absl::StrCat("flush of device ", d, " failed (", s.message(),
-                                                 "); nothing was committed: retry, or fail the "
-                                                 "device with `ecctl device fail ",
-                                                 d, "`"));
+      // After a failed flush the device may have dropped any write since its last good one, and
+      // a later flush may "succeed" without them: it takes no new blocks from now on.
+      MarkSuspect(static_cast<uint32_t>(d), absl::StrCat("flush failed: ", s.message()));
+      return absl::UnavailableError(absl::StrCat(
+          "flush of device ", d, " failed (", s.message(),
+          "); nothing was committed and the device is now failing (suspect: it takes no new "
+          "blocks and is being evacuated). Retry: the data will go to other devices"));
     }
   }
   return absl::OkStatus();
+}
+
+void Store::MarkSuspect(uint32_t id, const std::string& reason) {
+  absl::StatusOr<DeviceStatus> marked = SetDeviceState(id, DeviceState::kFailing);
+  if (!marked.ok()) {  // Already failing or failed: nothing more to do.
+    Log(LogLevel::kWarning, "device %d: %s (%s)", id, reason, marked.status().message());
+    return;
+  }
+  Log(LogLevel::kError, "device %d is suspect and now failing: %s", id, reason);
+  std::function<void(uint32_t, const std::string&)> listener;
+  {
+    std::lock_guard lock(mu_);
+    listener = suspect_listener_;
+  }
+  if (listener) listener(id, reason);
+}
+
+void Store::SetSuspectListener(std::function<void(uint32_t, const std::string&)> listener) {
+  std::lock_guard lock(mu_);
+  suspect_listener_ = std::move(listener);
 }
 
 void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
@@ -773,9 +797,10 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
   }
 }
 
-bool Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out) {
+Store::BlockRead Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b,
+                                  absl::Span<uint8_t> out) {
   std::shared_ptr<Namespace> ns = NamespaceOf(b.device, /*online_only=*/true);
-  if (ns == nullptr) return false;
+  if (ns == nullptr) return BlockRead::kUnreadable;
   const absl::Span<uint8_t> padded(out.data(),
                                    static_cast<size_t>(b.lba_count) * options_.lba_size);
   absl::Status s = ns->Read(b.lba, padded);
@@ -791,9 +816,9 @@ bool Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Sp
   }
   if (!s.ok()) {
     if (!b.corrupt) (void)catalog_->SetBlockCorrupt(object.id, b.stripe, b.index, true);
-    return false;
+    return absl::IsDataLoss(s) ? BlockRead::kCorrupt : BlockRead::kUnreadable;
   }
-  return true;
+  return BlockRead::kGood;
 }
 
 absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink) {
@@ -841,7 +866,8 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
       auto try_block = [&](int i) {
         tried[i] = true;
         const BlockRecord* b = by_index[i];
-        if (b != nullptr && !b->corrupt && ReadBlock(object, *b, buffer.block(i))) {
+        if (b != nullptr && !b->corrupt &&
+            ReadBlock(object, *b, buffer.block(i)) == BlockRead::kGood) {
           available.push_back(i);
           return true;
         }
@@ -859,7 +885,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
         for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
           const BlockRecord* b = by_index[i];
           if (b == nullptr || !b->corrupt) continue;  // The others were tried above.
-          if (ReadBlock(object, *b, buffer.block(i))) {
+          if (ReadBlock(object, *b, buffer.block(i)) == BlockRead::kGood) {
             available.push_back(i);
             (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
             wanted.erase(std::remove(wanted.begin(), wanted.end(), i), wanted.end());
@@ -930,13 +956,15 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
   sink.SetVersion(object.version);
   if (absl::Status s = sink.Start(object.block_size); !s.ok()) return s;
   const BlockRecord* wanted = by_index[index];
-  if (wanted != nullptr && !wanted->corrupt && ReadBlock(object, *wanted, buffer.block(index))) {
+  if (wanted != nullptr && !wanted->corrupt &&
+      ReadBlock(object, *wanted, buffer.block(index)) == BlockRead::kGood) {
     return sink.Write(buffer.block(index), 0);
   }
   std::vector<int> available;
   for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
     if (i == static_cast<int>(index) || by_index[i] == nullptr || by_index[i]->corrupt) continue;
-    if (ReadBlock(object, *by_index[i], buffer.block(i))) available.push_back(i);
+    if (ReadBlock(object, *by_index[i], buffer.block(i)) == BlockRead::kGood)
+      available.push_back(i);
   }
   if (static_cast<int>(available.size()) < m) {
     return absl::DataLossError(absl::StrCat("block ", index, " of stripe ", stripe, " of \"", name,
@@ -981,7 +1009,7 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
       for (; row < blocks->size() && (*blocks)[row].stripe == stripe; ++row) {
         const BlockRecord& b = (*blocks)[row];
         bool healthy = !b.corrupt && DeviceOnline(b.device);
-        if (healthy && verify) healthy = ReadBlock(object, b, buffer->block(0));
+        if (healthy && verify) healthy = ReadBlock(object, b, buffer->block(0)) == BlockRead::kGood;
         ss.healthy_blocks += healthy;
         if (with_blocks) ss.blocks.push_back(BlockStatus{b, healthy});
       }
@@ -1035,129 +1063,187 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
 absl::StatusOr<RecoverProgress> Store::Recover(
     absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
     const RecoverOptions& options) {
-  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
-  absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
-  if (!found.ok()) return found.status();
-  const ObjectRecord& object = *found;
-  const int m = static_cast<int>(object.data_blocks);
-  const int width = m + static_cast<int>(object.parity_blocks);
-  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec =
-      CodecFor(object.matrix, m, static_cast<int>(object.parity_blocks));
-  if (!codec.ok()) return codec.status();
-  const uint64_t lbas = LbasPerBlock(object.block_size);
-  StripeBuffer buffer(width, object.block_size, lbas * options_.lba_size);
-  if (buffer.memory == nullptr) return absl::ResourceExhaustedError("out of memory");
-
   RecoverProgress p;
-  p.stripes_total = object.stripe_count;
-  uint64_t lost_stripes = 0;
+  uint64_t object_id = 0;
+  std::unique_ptr<StripeBuffer> buffer;  // One stripe.
+  std::unique_ptr<StripeBuffer> parity;  // K blocks: the parity the data encodes to.
   absl::Status no_space;
-  for (uint64_t batch = 0; batch < object.stripe_count; batch += kStripeBatch) {
-    const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
-    absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
-    if (!blocks.ok()) return blocks.status();
-    std::vector<BlockRecord> replaced;    // New locations, to commit.
-    std::vector<BlockRecord> superseded;  // Old locations, freed after the commit.
-    std::vector<bool> touched(devices_.size(), false);
-    auto abandon = [&](absl::Status s) {
-      FreeExtents(replaced);
-      return s;
-    };
-    size_t row = 0;
-    for (uint64_t stripe = batch; stripe < batch + count; ++stripe, ++p.stripes_done) {
-      const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
-      std::vector<int> available;
-      std::vector<int> bad;
-      std::vector<int> evicted;  // good blocks that must move off their device anyway
-      for (int i = 0; i < width; ++i) {
-        const BlockRecord* b = by_index[i];
-        ++p.blocks_checked;
-        if (b != nullptr && ReadBlock(object, *b, buffer.block(i))) {
-          available.push_back(i);
-          if (options.evict && options.evict(*b)) evicted.push_back(i);
-          if (b->corrupt) {  // It reads back good now (a transient error): trust it again.
-            (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+  // One batch of stripes at a time under the object's exclusive lock, so that reads and
+  // updates of the object proceed between batches (and `progress`, which may sleep to keep a
+  // rate, runs without the lock). Each batch reads the object afresh: an update between batches
+  // is seen, a delete ends the walk.
+  for (uint64_t batch = 0;; batch += kStripeBatch) {
+    {
+      ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
+      absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
+      if (!found.ok()) {
+        if (batch == 0 || !absl::IsNotFound(found.status())) return found.status();
+        break;  // Deleted meanwhile: nothing left to check.
+      }
+      const ObjectRecord& object = *found;
+      if (batch == 0) object_id = object.id;
+      if (object.id != object_id) break;  // Deleted and stored again under the same name.
+      p.stripes_total = object.stripe_count;
+      if (batch >= object.stripe_count) break;
+      const int m = static_cast<int>(object.data_blocks);
+      const int k = static_cast<int>(object.parity_blocks);
+      const int width = m + k;
+      absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
+      if (!codec.ok()) return codec.status();
+      const uint64_t lbas = LbasPerBlock(object.block_size);
+      if (buffer == nullptr) {
+        buffer = std::make_unique<StripeBuffer>(width, object.block_size, lbas * options_.lba_size);
+        if (options.verify_parity) {
+          parity = std::make_unique<StripeBuffer>(k, object.block_size, lbas * options_.lba_size);
+        }
+        if (buffer->memory == nullptr || (parity != nullptr && parity->memory == nullptr)) {
+          return absl::ResourceExhaustedError("out of memory for one stripe");
+        }
+      }
+      const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
+      absl::StatusOr<std::vector<BlockRecord>> blocks =
+          catalog_->GetBlocks(object.id, batch, count);
+      if (!blocks.ok()) return blocks.status();
+      std::vector<BlockRecord> replaced;    // New locations, to commit.
+      std::vector<BlockRecord> superseded;  // Old locations, freed after the commit.
+      std::vector<bool> touched(devices_.size(), false);
+      auto abandon = [&](absl::Status s) {
+        FreeExtents(replaced);
+        return s;
+      };
+      size_t row = 0;
+      for (uint64_t stripe = batch; stripe < batch + count; ++stripe, ++p.stripes_done) {
+        const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
+        std::vector<int> available;
+        std::vector<int> bad;
+        std::vector<int> evicted;   // good blocks that must move off their device anyway
+        std::vector<int> mismatch;  // good parity blocks that differ from the data's encoding
+        for (int i = 0; i < width; ++i) {
+          const BlockRecord* b = by_index[i];
+          ++p.blocks_checked;
+          BlockRead result = BlockRead::kUnreadable;
+          if (b != nullptr) result = ReadBlock(object, *b, buffer->block(i));
+          if (result == BlockRead::kGood) {
+            p.bytes_checked += object.block_size;
+            available.push_back(i);
+            if (options.evict && options.evict(*b)) evicted.push_back(i);
+            if (b->corrupt && options.repair) {  // It reads back good now (a transient error).
+              (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+            }
+          } else {
+            bad.push_back(i);
+            ++(result == BlockRead::kCorrupt ? p.blocks_corrupt : p.blocks_unreadable);
           }
-        } else {
-          bad.push_back(i);
         }
-      }
-      if (bad.empty() && evicted.empty()) continue;
-      if (!bad.empty()) {
         if (static_cast<int>(available.size()) < m) {
-          ++lost_stripes;
+          if (!bad.empty()) ++p.lost_stripes;
           continue;
         }
-        std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-        if (absl::Status s =
-                engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, bad}).get();
-            !s.ok()) {
+        if (!bad.empty()) {
+          std::vector<absl::Span<uint8_t>> all(buffer->views.begin(), buffer->views.end());
+          if (absl::Status s =
+                  engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, bad}).get();
+              !s.ok()) {
+            return abandon(s);
+          }
+        }
+        if (options.verify_parity) {
+          // Data blocks that pass their checksum are what the client wrote: they decide.
+          ec::CreateTask task{*codec, {}, {}};
+          for (int i = 0; i < m; ++i) task.data.push_back(buffer->block(i));
+          for (int j = 0; j < k; ++j) task.parity.push_back(parity->block(j));
+          if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+          for (int j = 0; j < k; ++j) {
+            const int i = m + j;
+            if (std::find(bad.begin(), bad.end(), i) != bad.end()) continue;
+            if (std::equal(parity->block(j).begin(), parity->block(j).end(),
+                           buffer->block(i).begin())) {
+              continue;
+            }
+            ++p.parity_mismatches;
+            Log(LogLevel::kWarning,
+                "object %s stripe %d parity block %d passes its CRC32C but does not match the "
+                "data%s",
+                object.name, stripe, i, options.repair ? "; rewriting it" : "");
+            std::copy(parity->block(j).begin(), parity->block(j).end(), buffer->block(i).begin());
+            mismatch.push_back(i);
+          }
+        }
+        if (!options.repair) continue;
+        // Rebuilt, evicted and recomputed blocks all get new homes.
+        std::vector<int> moves = bad;
+        moves.insert(moves.end(), evicted.begin(), evicted.end());
+        moves.insert(moves.end(), mismatch.begin(), mismatch.end());
+        if (moves.empty()) continue;
+        // Devices holding a block of this stripe (good or bad, one count per block): a rebuilt
+        // block may only go to a device that holds no other block of the stripe.
+        std::map<uint32_t, int> occupied;
+        for (const BlockRecord* b : by_index) {
+          if (b != nullptr) ++occupied[b->device];
+        }
+        for (int i : moves) {
+          const bool forced = std::find(evicted.begin(), evicted.end(), i) != evicted.end();
+          const bool recomputed = std::find(mismatch.begin(), mismatch.end(), i) != mismatch.end();
+          if (by_index[i] == nullptr) {
+            return abandon(absl::InternalError(
+                absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));
+          }
+          BlockRecord old = *by_index[i];
+          if (!recomputed && Crc32c(buffer->block(i)) != old.crc32c) {
+            ++p.lost_stripes;  // Never store a rebuilt block that does not match its checksum.
+            Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum",
+                object.name, stripe, i);
+            break;
+          }
+          // Prefer the block's own device (copy-on-write) unless it is being evicted.
+          absl::StatusOr<BlockRecord> placed =
+              AllocateCopy(old, occupied, /*allow_same_device=*/!forced);
+          if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
+            no_space = absl::ResourceExhaustedError(absl::StrCat(
+                "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
+                " free bytes for a rebuilt block; add or repair devices and run recover again"));
+            continue;
+          }
+          BlockRecord fresh = *placed;
+          if (recomputed) fresh.crc32c = Crc32c(buffer->block(i));
+          replaced.push_back(fresh);
+          std::shared_ptr<Namespace> target = NamespaceOf(fresh.device, /*online_only=*/false);
+          if (target == nullptr) return abandon(absl::UnavailableError("the device is gone"));
+          if (absl::Status s = target->Write(fresh.lba, buffer->padded(i)); !s.ok()) {
+            return abandon(s);
+          }
+          touched[fresh.device] = true;
+          superseded.push_back(old);
+          ++p.blocks_rebuilt;
+          if (forced) ++p.blocks_relocated;
+          p.bytes_rebuilt += object.block_size;
+        }
+      }
+      if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
+      if (!replaced.empty()) {
+        if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced); !s.ok()) {
           return abandon(s);
         }
-      }
-      // Rebuilt blocks and evicted ones (whose bytes passed their checksum) both get new homes.
-      std::vector<int> moves = bad;
-      moves.insert(moves.end(), evicted.begin(), evicted.end());
-      // Devices holding a block of this stripe (good or bad, one count per block): a rebuilt
-      // block may only go to a device that holds no other block of the stripe.
-      std::map<uint32_t, int> occupied;
-      for (const BlockRecord* b : by_index) {
-        if (b != nullptr) ++occupied[b->device];
-      }
-      for (int i : moves) {
-        const bool forced = std::find(evicted.begin(), evicted.end(), i) != evicted.end();
-        if (by_index[i] == nullptr) {
-          return abandon(absl::InternalError(
-              absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));
+        for (const BlockRecord& b : superseded) {
+          if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) {
+            ns->Deallocate(b.lba, b.lba_count);
+          }
         }
-        BlockRecord old = *by_index[i];
-        if (Crc32c(buffer.block(i)) != old.crc32c) {
-          ++lost_stripes;  // Never store a rebuilt block that does not match its checksum.
-          Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum",
-              object.name, stripe, i);
-          break;
-        }
-        // Prefer the block's own device (copy-on-write) unless it is being evicted.
-        absl::StatusOr<BlockRecord> placed =
-            AllocateCopy(old, occupied, /*allow_same_device=*/!forced);
-        if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
-          no_space = absl::ResourceExhaustedError(absl::StrCat(
-              "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
-              " free bytes for a rebuilt block; add or repair devices and run recover again"));
-          continue;
-        }
-        const BlockRecord fresh = *placed;
-        replaced.push_back(fresh);
-        std::shared_ptr<Namespace> target = NamespaceOf(fresh.device, /*online_only=*/false);
-        if (target == nullptr) return abandon(absl::UnavailableError("the device is gone"));
-        if (absl::Status s = target->Write(fresh.lba, buffer.padded(i)); !s.ok()) {
-          return abandon(s);
-        }
-        touched[fresh.device] = true;
-        superseded.push_back(old);
-        ++p.blocks_rebuilt;
-        if (forced) ++p.blocks_relocated;
-        p.bytes_rebuilt += object.block_size;
+        FreeExtents(superseded);
       }
-    }
-    if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
-    if (!replaced.empty()) {
-      if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced); !s.ok()) {
-        return abandon(s);
-      }
-      for (const BlockRecord& b : superseded) {
-        if (auto ns = NamespaceOf(b.device, /*online_only=*/true))
-          ns->Deallocate(b.lba, b.lba_count);
-      }
-      FreeExtents(superseded);
     }
     if (progress) progress(p);
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError(absl::StrCat("stopped after ", p.stripes_done, " of ",
+                                               p.stripes_total, " stripes of \"", name, "\""));
+    }
   }
-  if (lost_stripes > 0) {
+  if (p.lost_stripes > 0) {
     return absl::DataLossError(absl::StrCat(
-        lost_stripes, " of ", object.stripe_count, " stripes of \"", name, "\" have fewer than ", m,
-        " good blocks and cannot be rebuilt (the rest were repaired). "
-        "Bring failed devices back online and run recover again, or restore from a backup"));
+        p.lost_stripes, " of ", p.stripes_total, " stripes of \"", name,
+        "\" have too few good blocks to rebuild what is bad (the rest were ",
+        options.repair ? "repaired" : "checked",
+        "). Bring failed devices back online and run recover again, or restore from a backup"));
   }
   if (!no_space.ok()) return no_space;
   return p;

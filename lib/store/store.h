@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -110,11 +111,17 @@ struct ObjectStatus {
   std::vector<StripeStatus> stripes;
 };
 
+// What Recover (and so scrub) found and did, so far or in all.
 struct RecoverProgress {
   uint64_t stripes_total = 0;
   uint64_t stripes_done = 0;
   uint64_t blocks_checked = 0;
-  uint64_t blocks_rebuilt = 0;
+  uint64_t bytes_checked = 0;      // bytes of blocks read back good
+  uint64_t blocks_unreadable = 0;  // on a device not online, or the read failed
+  uint64_t blocks_corrupt = 0;     // read, but failed their CRC32C
+  uint64_t parity_mismatches = 0;  // parity passing its CRC32C but not matching the data
+  uint64_t lost_stripes = 0;       // too few good blocks to rebuild the bad ones
+  uint64_t blocks_rebuilt = 0;     // written to new extents (rebuilt, relocated or recomputed)
   uint64_t bytes_rebuilt = 0;
   uint64_t blocks_relocated = 0;  // of blocks_rebuilt: good blocks moved because of `evict`
 };
@@ -124,6 +131,15 @@ struct RecoverOptions {
   // good (their bytes are checked against the stored CRC first); used to evacuate a failing
   // device or a media range a device reported bad. Called with the store's locks not held.
   std::function<bool(const BlockRecord&)> evict;
+  // Scrub: also encode each stripe's data and compare the result with its stored parity. A
+  // parity block that passes its CRC32C but differs is rewritten: data blocks that pass their
+  // CRC32C are what the client wrote, so they decide. Costs K blocks of memory more.
+  bool verify_parity = false;
+  // false: only check and count (the corrupt flags of bad blocks are still set); write nothing.
+  bool repair = true;
+  // Polled between batches of stripes; when it returns true Recover stops with Cancelled (what
+  // was repaired so far stays repaired).
+  std::function<bool()> cancelled;
 };
 
 struct DeviceStatus {
@@ -184,9 +200,11 @@ class Store {
   absl::StatusOr<uint64_t> Delete(absl::string_view name);
 
   // Reads and checks every block of an object and rebuilds each one that is lost or corrupt onto
-  // a healthy device holding no other block of its stripe. `progress` (may be empty) is called
-  // after each batch of stripes. DataLoss if some stripe has fewer than M good blocks (the others
-  // are still repaired).
+  // a healthy device holding no other block of its stripe (its own device first, copy-on-write).
+  // Works one batch of stripes at a time under the object's exclusive lock; reads and updates
+  // run between batches, and `progress` (may be empty) is called after each batch without the
+  // lock (it may sleep to keep a rate). A delete meanwhile ends the walk early. DataLoss if some
+  // stripe has fewer than M good blocks (the others are still repaired).
   absl::StatusOr<RecoverProgress> Recover(
       absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
       const RecoverOptions& options = {});
@@ -198,9 +216,22 @@ class Store {
     return catalog_->ObjectsOnDevice(device, first_lba, lba_count);
   }
   uint32_t lba_size() const { return options_.lba_size; }
+  // Small persistent settings of the daemon's own components (the catalog's meta table; keys
+  // are listed in docs/catalog.md).
+  absl::StatusOr<std::optional<std::string>> GetMeta(absl::string_view key) {
+    return catalog_->GetMeta(key);
+  }
+  absl::Status SetMeta(absl::string_view key, absl::string_view value) {
+    return catalog_->SetMeta(key, value);
+  }
 
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
+
+  // Called after the store itself marks a device failing (suspect) because a flush on it
+  // failed, with the device and why; the daemon queues the device's evacuation. Runs on the
+  // thread of the request that saw the failure, with no store lock held.
+  void SetSuspectListener(std::function<void(uint32_t device, const std::string& reason)> fn);
 
  private:
   struct Device;
@@ -217,9 +248,11 @@ class Store {
   // Places and writes the M+K blocks of one encoded stripe; appends their records.
   absl::Status WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
                            std::vector<BlockRecord>& records, std::vector<bool>& touched);
-  // Reads block `b` into `out` and checks it. Returns false (and marks it corrupt in the catalog
-  // when it was readable but wrong) if the block cannot be used.
-  bool ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out);
+  enum class BlockRead { kGood, kUnreadable, kCorrupt };
+  // Reads block `b` into `out` and checks it: kUnreadable when its device is not online or the
+  // read failed, kCorrupt when the bytes fail the block's CRC32C. Marks a bad block corrupt in
+  // the catalog.
+  BlockRead ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out);
   // Makes blocks `need` of stripe `stripe` good in `buffer`: reads each one (checking its CRC)
   // and rebuilds those that cannot be read from M good blocks of the stripe (checking the
   // rebuilt bytes against the recorded CRC). DataLoss when that is impossible.
@@ -238,7 +271,10 @@ class Store {
   // The device's namespace (null if it could not be opened); with `online_only`, null unless
   // the device is online. The handle stays valid for the caller even if the device is reopened.
   std::shared_ptr<Namespace> NamespaceOf(uint32_t id, bool online_only);
+  // Flushes every device marked in `touched`. A device whose flush fails is marked suspect
+  // (MarkSuspect) and the call fails: the failure is never retried into a success.
   absl::Status FlushDevices(const std::vector<bool>& touched);
+  void MarkSuspect(uint32_t id, const std::string& reason);
   void FreeExtents(absl::Span<const BlockRecord> blocks);
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
                                       bool per_stripe);
@@ -251,6 +287,7 @@ class Store {
   std::mutex mu_;        // Guards devices_' state, namespaces and allocators, and codecs_.
   std::vector<std::unique_ptr<Device>> devices_;
   std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_;
+  std::function<void(uint32_t, const std::string&)> suspect_listener_;  // guarded by mu_
 
   std::unique_ptr<ObjectLocks> locks_;
 };

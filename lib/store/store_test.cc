@@ -15,61 +15,7 @@
 namespace ecd::store {
 namespace {
 
-class StoreTest : public TempStoreTest {
- protected:
-  absl::StatusOr<ObjectRecord> Put(const std::string& name, const std::vector<uint8_t>& data,
-                                   uint32_t m = 4, uint32_t k = 2, uint64_t bs = 4096,
-                                   ec::MatrixType type = ec::MatrixType::kCauchy) {
-    EncodeParams p;
-    p.name = name;
-    p.data_blocks = m;
-    p.parity_blocks = k;
-    p.block_size = bs;
-    p.matrix = type;
-    VectorSource src(data);
-    return store_->Encode(p, src);
-  }
-  absl::StatusOr<std::vector<uint8_t>> Get(const std::string& name, uint64_t offset = 0,
-                                           uint64_t length = 0, uint32_t* reconstructed = nullptr) {
-    VectorSink sink;
-    absl::Status s = store_->Read(name, offset, length, sink);
-    if (!s.ok()) return s;
-    if (reconstructed) *reconstructed = sink.reconstructed;
-    return sink.bytes;
-  }
-  // Overwrites the first bytes of a stored block in its namespace file.
-  void Clobber(const BlockRecord& b, uint8_t value) {
-    const std::string path = (dir_ / "devices" / ("nvme" + std::to_string(b.device) + ".ns"));
-    int fd = ::open(path.c_str(), O_WRONLY);
-    ASSERT_GE(fd, 0);
-    std::vector<uint8_t> junk(100, value);
-    ASSERT_EQ(::pwrite(fd, junk.data(), junk.size(), static_cast<off_t>(b.lba * 4096 + 10)), 100);
-    ::close(fd);
-  }
-  std::vector<uint8_t> Snapshot(const BlockRecord& b) {
-    const std::string path = (dir_ / "devices" / ("nvme" + std::to_string(b.device) + ".ns"));
-    std::vector<uint8_t> bytes(b.lba_count * 4096);
-    int fd = ::open(path.c_str(), O_RDONLY);
-    EXPECT_EQ(::pread(fd, bytes.data(), bytes.size(), static_cast<off_t>(b.lba * 4096)),
-              static_cast<ssize_t>(bytes.size()));
-    ::close(fd);
-    return bytes;
-  }
-  void Restore(const BlockRecord& b, const std::vector<uint8_t>& bytes) {
-    const std::string path = (dir_ / "devices" / ("nvme" + std::to_string(b.device) + ".ns"));
-    int fd = ::open(path.c_str(), O_WRONLY);
-    EXPECT_EQ(::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(b.lba * 4096)),
-              static_cast<ssize_t>(bytes.size()));
-    ::close(fd);
-  }
-  uint64_t TotalFree() {
-    auto d = store_->ListDevices();
-    EXPECT_TRUE(d.ok());
-    uint64_t f = 0;
-    for (const auto& x : *d) f += x.free_bytes;
-    return f;
-  }
-};
+using StoreTest = TempStoreTest;
 
 TEST_F(StoreTest, RoundTripsEverySizeAndRange) {
   for (size_t size : {0ul, 1ul, 4095ul, 4096ul, 16384ul, 16385ul, 100000ul}) {

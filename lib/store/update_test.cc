@@ -92,13 +92,6 @@ class UpdateTest : public TempStoreTest, public ::testing::WithParamInterface<Sh
     EXPECT_EQ(Get(name), model);
     ASSERT_TRUE(store_->Delete("reference").ok());
   }
-  uint64_t TotalFree() {
-    auto d = store_->ListDevices();
-    EXPECT_TRUE(d.ok());
-    uint64_t f = 0;
-    for (const auto& x : *d) f += x.free_bytes;
-    return f;
-  }
   uint64_t Version(const std::string& name) {
     auto s = store_->Stat(name, false, false);
     EXPECT_TRUE(s.ok()) << s.status();

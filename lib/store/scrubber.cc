@@ -1,0 +1,202 @@
+// Scrubber: scrub passes on request and in the background, paced and accounted.
+#include "lib/store/scrubber.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "lib/store/pacer.h"
+#include "lib/util/log.h"
+
+namespace ecd::store {
+namespace {
+
+// Catalog meta key: when the last background pass finished, in Unix milliseconds.
+constexpr char kLastFinishedKey[] = "scrub/last_finished_unix_ms";
+
+void Add(RecoverProgress& into, const RecoverProgress& p) {
+  into.stripes_total += p.stripes_total;
+  into.stripes_done += p.stripes_done;
+  into.blocks_checked += p.blocks_checked;
+  into.bytes_checked += p.bytes_checked;
+  into.blocks_unreadable += p.blocks_unreadable;
+  into.blocks_corrupt += p.blocks_corrupt;
+  into.parity_mismatches += p.parity_mismatches;
+  into.lost_stripes += p.lost_stripes;
+  into.blocks_rebuilt += p.blocks_rebuilt;
+  into.bytes_rebuilt += p.bytes_rebuilt;
+  into.blocks_relocated += p.blocks_relocated;
+}
+
+}  // namespace
+
+Scrubber::Scrubber(Store* store, const ScrubberOptions& options)
+    : store_(store), options_(options) {
+  status_.background = options_.interval > absl::ZeroDuration();
+  if (status_.background) worker_ = std::thread([this] { Loop(); });
+}
+
+Scrubber::~Scrubber() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+bool Scrubber::Wait(absl::Duration d) {
+  std::unique_lock lock(mu_);
+  if (d > absl::ZeroDuration()) {
+    wake_.wait_for(lock, absl::ToChronoMilliseconds(d), [&] { return stop_; });
+  }
+  return !stop_;
+}
+
+void Scrubber::Account(const ScrubReport& report) {
+  std::lock_guard lock(mu_);
+  Add(status_.found_total, report.found);
+  status_.objects_failed_total += report.objects_failed;
+  status_.objects_scrubbed_total += report.objects_done;
+}
+
+absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
+    const std::vector<std::string>& names, const ScrubOptions& options,
+    const std::function<void(const ScrubReport&)>& progress,
+    const std::function<bool()>& cancelled) {
+  const bool all = names.empty();
+  std::vector<std::string> list = names;
+  if (all) {
+    absl::StatusOr<std::vector<ObjectStatus>> objects = store_->List();
+    if (!objects.ok()) return objects.status();
+    for (const ObjectStatus& o : *objects) list.push_back(o.object.name);
+  }
+  auto stopping = [&] {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return true;
+    }
+    return cancelled && cancelled();
+  };
+  ScrubReport report;
+  report.objects_total = list.size();
+  const Pacer pacer(options.rate_bytes_per_sec);
+  RecoverOptions recover;
+  recover.verify_parity = true;
+  recover.repair = options.repair;
+  recover.cancelled = stopping;
+  absl::Status stopped;
+  for (const std::string& name : list) {
+    if (stopping()) {
+      stopped = absl::CancelledError(absl::StrCat("the scrub stopped after ", report.objects_done,
+                                                  " of ", report.objects_total, " objects"));
+      break;
+    }
+    report.current = name;
+    const RecoverProgress before = report.found;
+    absl::StatusOr<RecoverProgress> done = store_->Recover(
+        name,
+        [&](const RecoverProgress& now) {
+          report.found = before;
+          Add(report.found, now);
+          if (progress) progress(report);
+          (void)Wait(pacer.Delay(report.found.bytes_checked));  // A stop is seen by Recover.
+        },
+        recover);
+    if (done.ok()) {
+      report.found = before;
+      Add(report.found, *done);
+    } else if (absl::IsNotFound(done.status()) && all) {
+      // Deleted since the list was taken: nothing to check.
+    } else if (absl::IsNotFound(done.status()) || absl::IsCancelled(done.status())) {
+      stopped = done.status();
+      break;
+    } else {
+      ++report.objects_failed;
+      if (report.errors.size() < kMaxScrubErrors) {
+        report.errors.push_back(absl::StrCat(name, ": ", done.status().message()));
+      }
+      Log(LogLevel::kError, "scrub of %s: %s", name, done.status().message());
+    }
+    ++report.objects_done;
+  }
+  report.current.clear();
+  Account(report);
+  if (!stopped.ok()) return stopped;
+  if (progress) progress(report);
+  return report;
+}
+
+void Scrubber::StartPass() {
+  {
+    std::lock_guard lock(mu_);
+    start_now_ = true;
+  }
+  wake_.notify_all();
+}
+
+ScrubberStatus Scrubber::Status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+void Scrubber::Loop() {
+  absl::Time last = absl::InfinitePast();
+  if (absl::StatusOr<std::optional<std::string>> v = store_->GetMeta(kLastFinishedKey);
+      v.ok() && v->has_value()) {
+    int64_t ms = 0;
+    if (absl::SimpleAtoi(**v, &ms)) last = absl::FromUnixMillis(ms);
+  }
+  std::unique_lock lock(mu_);
+  status_.last_finished = last;
+  while (true) {
+    // Never scrubbed (a new store, or every pass so far was cut short): start now.
+    const absl::Time next = last == absl::InfinitePast() ? absl::Now() : last + options_.interval;
+    status_.next_start = next;
+    while (!stop_ && !start_now_ && absl::Now() < next) {
+      wake_.wait_for(lock,
+                     absl::ToChronoMilliseconds(std::min(next - absl::Now(), absl::Seconds(60))));
+    }
+    if (stop_) return;
+    start_now_ = false;
+    status_.running = true;
+    status_.current = ScrubReport();
+    lock.unlock();
+    const absl::Time started = absl::Now();
+    absl::StatusOr<ScrubReport> report = ScrubNow(
+        {},
+        ScrubOptions{.repair = options_.repair, .rate_bytes_per_sec = options_.rate_bytes_per_sec},
+        [this](const ScrubReport& now) {
+          std::lock_guard inner(mu_);
+          status_.current = now;
+        },
+        nullptr);
+    const absl::Time finished = absl::Now();
+    if (report.ok()) {
+      (void)store_->SetMeta(kLastFinishedKey, absl::StrCat(absl::ToUnixMillis(finished)));
+      const RecoverProgress& f = report->found;
+      Log(LogLevel::kInfo,
+          "scrub pass done in %s: %d objects, %d bytes checked, %d corrupt, %d unreadable, %d "
+          "parity mismatches, %d blocks repaired, %d stripes lost, %d objects failed",
+          absl::FormatDuration(absl::Trunc(finished - started, absl::Milliseconds(1))),
+          report->objects_done, f.bytes_checked, f.blocks_corrupt, f.blocks_unreadable,
+          f.parity_mismatches, f.blocks_rebuilt, f.lost_stripes, report->objects_failed);
+    } else if (!absl::IsCancelled(report.status())) {
+      Log(LogLevel::kError, "scrub pass failed: %s; the next one starts in %s",
+          report.status().message(), absl::FormatDuration(options_.interval));
+    }
+    lock.lock();
+    status_.running = false;
+    if (stop_) return;
+    // A failed pass waits a whole interval too, so that a broken catalog is not hammered.
+    last = finished;
+    if (report.ok()) {
+      status_.last = *std::move(report);
+      status_.last_finished = finished;
+      ++status_.passes;
+    }
+  }
+}
+
+}  // namespace ecd::store
