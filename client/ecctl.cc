@@ -1,5 +1,6 @@
 // ecctl: the operator CLI of ecd. A thin client of the ecd.v1 gRPC API: every subcommand is one
-// RPC; errors are one line on stderr and a non-zero exit (1 from ecd, 2 usage, 3 local files).
+// RPC; errors are one line on stderr and a non-zero exit (1 from ecd, 2 usage, 3 local files,
+// 4 a scrub left or found damage).
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -111,7 +113,11 @@ class Client {
   void Check(const grpc::Status& s, const std::string& what) const {
     if (s.ok()) return;
     std::string message = s.error_message();
-    if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    // The hint is for a transport failure, not for ecd's own UNAVAILABLE (a device flush).
+    if (s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        (absl::StrContains(message, "connect") || absl::StrContains(message, "Socket closed") ||
+         absl::StrContains(message, "DNS resolution") ||
+         absl::StrContains(message, "Connection reset"))) {
       message = absl::StrCat(message, " (is ecd running at ", g_.addr, "?)");
     }
     throw Failure{1, absl::StrCat(what, ": ", CodeName(s.error_code()), ": ", message)};
@@ -393,6 +399,105 @@ void Recover(Client& c, const std::string& name) {
               static_cast<unsigned long long>(last.stripes_done()),
               static_cast<unsigned long long>(last.blocks_rebuilt()),
               FormatSize(last.bytes_rebuilt()).c_str());
+}
+
+// ---- scrub
+
+std::string Findings(const v1::ScrubFindings& f) {
+  return absl::StrCat(FormatSize(f.bytes_checked()), " checked in ", f.stripes_checked(),
+                      " stripes; ", f.blocks_corrupt(), " corrupt, ", f.blocks_unreadable(),
+                      " unreadable, ", f.parity_mismatches(), " parity mismatches; ",
+                      f.blocks_repaired(), " blocks repaired, ", f.lost_stripes(), " stripes lost");
+}
+
+// Exit code of a scrub that left damage behind (or, checking only, found some).
+constexpr int kScrubFoundDamage = 4;
+
+void Scrub(Client& c, const std::string& name, bool check_only, const std::string& rate_text) {
+  v1::ScrubRequest request;
+  request.set_name(name);
+  request.set_check_only(check_only);
+  if (!rate_text.empty()) {
+    absl::StatusOr<uint64_t> rate = ecd::ParseSize(rate_text);
+    if (!rate.ok()) throw Failure{2, absl::StrCat("--rate: ", rate.status().message())};
+    request.set_rate_bytes_per_sec(*rate);
+  }
+  const std::string what = name.empty() ? "every object" : name;
+  auto context = c.Context();
+  auto reader = c.objects().Scrub(context.get(), request);
+  v1::ScrubProgress p, last;
+  const bool tty = ::isatty(STDERR_FILENO);
+  while (reader->Read(&p)) {
+    last = p;
+    if (tty && !p.done()) {
+      std::fprintf(stderr, "\r\033[Kscrubbing %s: %llu/%llu objects, %s checked, %llu bad",
+                   p.current().empty() ? what.c_str() : p.current().c_str(),
+                   static_cast<unsigned long long>(p.objects_done()),
+                   static_cast<unsigned long long>(p.objects_total()),
+                   FormatSize(p.found().bytes_checked()).c_str(),
+                   static_cast<unsigned long long>(p.found().blocks_corrupt() +
+                                                   p.found().blocks_unreadable() +
+                                                   p.found().parity_mismatches()));
+    }
+  }
+  if (tty) std::fprintf(stderr, "\r\033[K");
+  c.Check(reader->Finish(), absl::StrCat("scrub ", what));
+  if (c.globals().json) {
+    PrintJson(last);
+  } else {
+    std::printf("scrubbed %llu objects: %s\n", static_cast<unsigned long long>(last.objects_done()),
+                Findings(last.found()).c_str());
+  }
+  const v1::ScrubFindings& f = last.found();
+  if (last.objects_failed() > 0) {
+    throw Failure{kScrubFoundDamage,
+                  absl::StrCat("scrub: ", last.objects_failed(),
+                               " objects are still damaged (first: ", last.errors(0),
+                               "); see docs/errors.md (DATA_LOSS)")};
+  }
+  if (check_only && f.blocks_corrupt() + f.blocks_unreadable() + f.parity_mismatches() > 0) {
+    throw Failure{kScrubFoundDamage,
+                  "scrub --check-only found damage and repaired nothing; run `ecctl scrub` "
+                  "to repair it"};
+  }
+}
+
+void ScrubStatus(Client& c) {
+  v1::ScrubStatusResponse r;
+  auto context = c.Context();
+  c.Check(c.objects().GetScrubStatus(context.get(), v1::ScrubStatusRequest(), &r), "scrub status");
+  if (c.globals().json) return PrintJson(r);
+  auto when = [](int64_t ms) {
+    return ms == 0 ? std::string("never")
+                   : absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(ms),
+                                      absl::UTCTimeZone());
+  };
+  if (!r.background()) {
+    std::printf("background scrub: off (--scrub-interval-hours 0)\n");
+  } else {
+    std::printf(
+        "background scrub: every %s at %s/s, %s\n",
+        absl::FormatDuration(absl::Seconds(r.interval_seconds())).c_str(),
+        r.rate_bytes_per_sec() == 0 ? "full speed" : FormatSize(r.rate_bytes_per_sec()).c_str(),
+        r.running() ? "running now" : "idle");
+    std::printf("last pass finished: %s; next pass: %s\n", when(r.last_finished_unix_ms()).c_str(),
+                r.running() ? "now" : when(r.next_start_unix_ms()).c_str());
+    if (r.running()) {
+      std::printf("current pass: %llu/%llu objects, %s\n",
+                  static_cast<unsigned long long>(r.current().objects_done()),
+                  static_cast<unsigned long long>(r.current().objects_total()),
+                  Findings(r.current().found()).c_str());
+    }
+    if (r.passes() > 0) {
+      std::printf("last pass: %llu objects, %s\n",
+                  static_cast<unsigned long long>(r.last().objects_done()),
+                  Findings(r.last().found()).c_str());
+    }
+  }
+  std::printf("since ecd started: %llu objects scrubbed (%llu left damaged), %s\n",
+              static_cast<unsigned long long>(r.objects_scrubbed_total()),
+              static_cast<unsigned long long>(r.objects_failed_total()),
+              Findings(r.found_total()).c_str());
 }
 
 // ---- update
@@ -807,6 +912,20 @@ int Main(int argc, char** argv) {
   auto* recover = app.add_subcommand("recover", "Check every block and rebuild the bad ones");
   recover->add_option("NAME", name, "Object name")->required();
 
+  bool check_only = false, scrub_status = false;
+  std::string scrub_rate;
+  auto* scrub = app.add_subcommand(
+      "scrub",
+      "Read every block of an object (or of all), check checksums and parity, repair; exit 4 "
+      "if damage is left");
+  scrub->add_option("NAME", name, "Object name (default: every object)");
+  scrub->add_flag("--check-only", check_only, "Report what is wrong, repair nothing");
+  scrub->add_option("--rate", scrub_rate, "Bytes read per second (e.g. 100M; default: no limit)");
+  scrub->add_flag("--status", scrub_status, "Show the background scrubber and what scrubs found")
+      ->excludes("NAME")
+      ->excludes("--check-only")
+      ->excludes("--rate");
+
   auto* stat = app.add_subcommand("stat", "Show an object and its health per stripe");
   stat->add_option("NAME", name, "Object name")->required();
   stat->add_flag("--blocks", blocks, "List every block of every stripe");
@@ -942,6 +1061,12 @@ int Main(int argc, char** argv) {
       Update(c, name, update_offset, file, data_hex, hex_option->count() > 0, append);
     } else if (recover->parsed()) {
       Recover(c, name);
+    } else if (scrub->parsed()) {
+      if (scrub_status) {
+        ScrubStatus(c);
+      } else {
+        Scrub(c, name, check_only, scrub_rate);
+      }
     } else if (stat->parsed()) {
       Stat(c, name, blocks, verify);
     } else if (ls->parsed()) {

@@ -85,4 +85,44 @@ void ToProto(const store::RecoverProgress& p, v1::RecoverProgress* out) {
   out->set_bytes_rebuilt(p.bytes_rebuilt);
 }
 
+void ToProto(const store::RecoverProgress& p, v1::ScrubFindings* out) {
+  out->set_stripes_checked(p.stripes_done);
+  out->set_blocks_checked(p.blocks_checked);
+  out->set_bytes_checked(p.bytes_checked);
+  out->set_blocks_unreadable(p.blocks_unreadable);
+  out->set_blocks_corrupt(p.blocks_corrupt);
+  out->set_parity_mismatches(p.parity_mismatches);
+  out->set_lost_stripes(p.lost_stripes);
+  out->set_blocks_repaired(p.blocks_rebuilt);
+  out->set_bytes_repaired(p.bytes_rebuilt);
+}
+
+void ToProto(const store::ScrubReport& r, v1::ScrubProgress* out) {
+  out->set_objects_total(r.objects_total);
+  out->set_objects_done(r.objects_done);
+  out->set_current(r.current);
+  ToProto(r.found, out->mutable_found());
+  out->set_objects_failed(r.objects_failed);
+  for (const std::string& e : r.errors) out->add_errors(e);
+}
+
+void ToProto(const store::ScrubberStatus& s, const store::ScrubberOptions& options,
+             v1::ScrubStatusResponse* out) {
+  auto unix_ms = [](absl::Time t) {
+    return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? 0 : absl::ToUnixMillis(t);
+  };
+  out->set_background(s.background);
+  out->set_running(s.running);
+  out->set_last_finished_unix_ms(unix_ms(s.last_finished));
+  out->set_next_start_unix_ms(s.background ? unix_ms(s.next_start) : 0);
+  out->set_interval_seconds(static_cast<uint64_t>(absl::ToInt64Seconds(options.interval)));
+  out->set_rate_bytes_per_sec(options.rate_bytes_per_sec);
+  if (s.running) ToProto(s.current, out->mutable_current());
+  ToProto(s.last, out->mutable_last());
+  out->set_passes(s.passes);
+  ToProto(s.found_total, out->mutable_found_total());
+  out->set_objects_scrubbed_total(s.objects_scrubbed_total);
+  out->set_objects_failed_total(s.objects_failed_total);
+}
+
 }  // namespace ecd::daemon

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "ecd/v1/ecd.pb.h"
+#include "lib/store/scrubber.h"
 #include "lib/store/store.h"
 
 namespace ecd::daemon {
@@ -22,6 +23,10 @@ void ToProto(const store::ObjectRecord& object, v1::ObjectInfo* out);
 void ToProto(const store::ObjectStatus& status, bool with_stripes, v1::ObjectInfo* out);
 void ToProto(const store::DeviceStatus& device, v1::DeviceInfo* out);
 void ToProto(const store::RecoverProgress& progress, v1::RecoverProgress* out);
+void ToProto(const store::RecoverProgress& found, v1::ScrubFindings* out);
+void ToProto(const store::ScrubReport& report, v1::ScrubProgress* out);
+void ToProto(const store::ScrubberStatus& status, const store::ScrubberOptions& options,
+             v1::ScrubStatusResponse* out);
 
 }  // namespace ecd::daemon
 

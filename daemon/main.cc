@@ -23,6 +23,7 @@
 #include "lib/store/event_policy.h"
 #include "lib/store/fault_namespace.h"
 #include "lib/store/rebuild_scheduler.h"
+#include "lib/store/scrubber.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
 #include "lib/util/size.h"
@@ -49,6 +50,9 @@ struct Flags {
   uint32_t nvme_mdts = 8;
   bool nvme_direct = true;
   std::string rebuild_rate = "0";
+  double scrub_interval_hours = 168;
+  std::string scrub_rate = "32M";
+  bool scrub_repair = true;
   uint32_t cxl_log_capacity = 64;
   double cxl_poll_interval = 1.0;
   std::string cxl_interrupt_mode = "msi";
@@ -113,6 +117,17 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--rebuild-rate", f.rebuild_rate,
                  "Bandwidth limit of proactive rebuild jobs in bytes/s (e.g. 200M); 0 = none")
+      ->capture_default_str();
+  app.add_option("--scrub-interval-hours", f.scrub_interval_hours,
+                 "Hours between background scrub passes over every object (0: no background "
+                 "scrub; a store never scrubbed starts one at once)")
+      ->check(CLI::Range(0.0, 24.0 * 366))
+      ->capture_default_str();
+  app.add_option("--scrub-rate", f.scrub_rate,
+                 "Bytes/s a background scrub reads (e.g. 32M); 0 = as fast as the devices go")
+      ->capture_default_str();
+  app.add_option("--scrub-repair", f.scrub_repair,
+                 "Background scrubs repair what they find (false: report only)")
       ->capture_default_str();
   app.add_option("--cxl-log-capacity", f.cxl_log_capacity,
                  "Records each CXL event log of a device holds before it overflows")
@@ -223,6 +238,12 @@ int Main(int argc, char** argv) {
   absl::StatusOr<uint64_t> rate = ecd::ParseSize(f.rebuild_rate);
   if (!rate.ok()) return Fail(absl::StrCat("--rebuild-rate: ", rate.status().message()));
   rebuild_options.rate_bytes_per_sec = *rate;
+  ecd::store::ScrubberOptions scrub_options;
+  absl::StatusOr<uint64_t> scrub_rate = ecd::ParseSize(f.scrub_rate);
+  if (!scrub_rate.ok()) return Fail(absl::StrCat("--scrub-rate: ", scrub_rate.status().message()));
+  scrub_options.rate_bytes_per_sec = *scrub_rate;
+  scrub_options.interval = absl::Seconds(f.scrub_interval_hours * 3600);
+  scrub_options.repair = f.scrub_repair;
 
   // Signals are taken by one thread with sigwait; block them before any thread starts.
   sigset_t signals;
@@ -238,9 +259,18 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
-  ecd::daemon::ObjectsService objects(store->get());
   ecd::store::RebuildScheduler rebuilds(store->get(), rebuild_options);
   rebuilds.ResumeEvacuations();
+  // A device whose flush failed is suspect: move everything off it.
+  (*store)->SetSuspectListener([&rebuilds](uint32_t device, const std::string& reason) {
+    ecd::store::RebuildSpec spec;
+    spec.kind = ecd::store::RebuildKind::kEvacuateDevice;
+    spec.device = device;
+    spec.reason = reason;
+    rebuilds.Submit(std::move(spec));
+  });
+  ecd::store::Scrubber scrubber(store->get(), scrub_options);
+  ecd::daemon::ObjectsService objects(store->get(), &scrubber, scrub_options);
   ecd::store::EventPolicyOptions policy_options;
   policy_options.media_error = *ecd::store::ParsePolicyAction(f.cxl_media_error);
   policy_options.module_critical = *ecd::store::ParsePolicyAction(f.cxl_module_critical);
@@ -310,8 +340,10 @@ int Main(int argc, char** argv) {
   server->Wait();
   waiter.join();
   server.reset();
-  store->reset();
-  ecd::Log(ecd::LogLevel::kInfo, "ecd stopped");
+  // The rest stops in reverse order of construction as Main returns: the CXL monitor and the
+  // policy, the scrubber and the rebuild scheduler (each finishing its current batch), then the
+  // store.
+  ecd::Log(ecd::LogLevel::kInfo, "ecd stopped serving; finishing background work");
   return 0;
 }
 }  // namespace

@@ -221,6 +221,35 @@ grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::ScrubRequest* request,
+                                   grpc::ServerWriter<v1::ScrubProgress>* writer) {
+  std::vector<std::string> names;
+  if (!request->name().empty()) names.push_back(request->name());
+  absl::StatusOr<store::ScrubReport> done = scrubber_->ScrubNow(
+      names,
+      store::ScrubOptions{.repair = !request->check_only(),
+                          .rate_bytes_per_sec = request->rate_bytes_per_sec()},
+      [&](const store::ScrubReport& report) {
+        v1::ScrubProgress message;
+        ToProto(report, &message);
+        writer->Write(message);
+      },
+      [context] { return context->IsCancelled(); });
+  if (!done.ok()) return ToGrpc(done.status());
+  v1::ScrubProgress last;
+  ToProto(*done, &last);
+  last.set_done(true);
+  writer->Write(last);
+  return grpc::Status::OK;
+}
+
+grpc::Status ObjectsService::GetScrubStatus(grpc::ServerContext* context,
+                                            const v1::ScrubStatusRequest* request,
+                                            v1::ScrubStatusResponse* response) {
+  ToProto(scrubber_->Status(), scrub_options_, response);
+  return grpc::Status::OK;
+}
+
 grpc::Status DevicesService::List(grpc::ServerContext* context,
                                   const v1::ListDevicesRequest* request,
                                   v1::ListDevicesResponse* response) {

@@ -5,14 +5,17 @@
 
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/store/rebuild_scheduler.h"
+#include "lib/store/scrubber.h"
 #include "lib/store/store.h"
 
 namespace ecd::daemon {
 
 class ObjectsService final : public v1::Objects::Service {
  public:
-  // `store` must outlive the service.
-  explicit ObjectsService(store::Store* store) : store_(store) {}
+  // Both must outlive the service.
+  ObjectsService(store::Store* store, store::Scrubber* scrubber,
+                 const store::ScrubberOptions& scrub_options)
+      : store_(store), scrubber_(scrubber), scrub_options_(scrub_options) {}
 
   grpc::Status Encode(grpc::ServerContext* context, grpc::ServerReader<v1::EncodeRequest>* reader,
                       v1::EncodeResponse* response) override;
@@ -30,9 +33,15 @@ class ObjectsService final : public v1::Objects::Service {
                         grpc::ServerWriter<v1::ReadResponse>* writer) override;
   grpc::Status Update(grpc::ServerContext* context, grpc::ServerReader<v1::UpdateRequest>* reader,
                       v1::UpdateResponse* response) override;
+  grpc::Status Scrub(grpc::ServerContext* context, const v1::ScrubRequest* request,
+                     grpc::ServerWriter<v1::ScrubProgress>* writer) override;
+  grpc::Status GetScrubStatus(grpc::ServerContext* context, const v1::ScrubStatusRequest* request,
+                              v1::ScrubStatusResponse* response) override;
 
  private:
   store::Store* const store_;
+  store::Scrubber* const scrubber_;
+  const store::ScrubberOptions scrub_options_;
 };
 
 class DevicesService final : public v1::Devices::Service {

@@ -57,7 +57,7 @@ std::string FormatSize(uint64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   double v = static_cast<double>(bytes) / 1024;
   int unit = 0;
-  while (v >= 1024 && unit < 5) {
+  while (v >= 1023.95 && unit < 5) {  // 1023.95 and up would print as "1024.0"
     v /= 1024;
     ++unit;
   }

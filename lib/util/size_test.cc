@@ -36,6 +36,8 @@ TEST(SizeTest, Formats) {
   EXPECT_EQ(FormatSize(65536), "64.0 KiB");
   EXPECT_EQ(FormatSize(1 << 20), "1.0 MiB");
   EXPECT_EQ(FormatSize(3758096384ull), "3.5 GiB");
+  EXPECT_EQ(FormatSize(1048575), "1.0 MiB");  // not "1024.0 KiB"
+  EXPECT_EQ(FormatSize(1048063), "1023.5 KiB");
 }
 
 }  // namespace
