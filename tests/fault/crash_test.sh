@@ -24,6 +24,7 @@ HAVE_UPDATE=0
 
 # client ID: encodes new objects and updates its own; records each acknowledged operation.
 client() {
+  trap - ERR  # A client stopped mid-operation is expected; only the main shell reports failures.
   local id=$1 n=0
   while true; do
     n=$((n + 1))
@@ -68,7 +69,13 @@ PY
 verify() {
   for f in "$WORK"/pending/*.op; do
     [ -e "$f" ] || continue
-    read -r op name <"$f"
+    # An empty note: the client was stopped while writing it, before its operation started.
+    op="" name=""
+    read -r op name <"$f" || true
+    if [ -z "$op" ]; then
+      rm -f "$f"
+      continue
+    fi
     local id
     id=$(basename "$f" .op)
     if "$ECTL" --addr "$ADDR" read "$name" -o "$WORK/check" >/dev/null 2>&1; then
@@ -104,6 +111,10 @@ verify() {
   blocks=$("$ECTL" --addr "$ADDR" --json device ls | json 'sum(int(x.get("blocks", 0)) for x in d["devices"])')
   [ "$used" = $((blocks * 4096)) ] || fail "used bytes $used != $blocks blocks x 4096: space leaked"
 }
+
+# Any other failing command in the main shell says where it failed, not just that it did.
+set -E
+trap 'fail "line $LINENO: \"$BASH_COMMAND\" failed"' ERR
 
 step "crash test: $KILLS kills under load (updates: $HAVE_UPDATE)"
 start_ecd
