@@ -2,6 +2,7 @@
 # Builds and runs the EC benchmarks, then prints engine/raw and 2-worker/1-worker ratios.
 # Usage: scripts/bench.sh [extra google-benchmark flags]
 #        scripts/bench.sh --nvme [nvme_bench flags]   (NVMe data path beside fio)
+#        scripts/bench.sh --update [update_bench flags] (update latency beside a stripe rewrite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh >/dev/null
@@ -9,6 +10,10 @@ bash scripts/build.sh >/dev/null
 if [ "${1:-}" = "--nvme" ]; then
   shift
   exec build/bench/nvme_bench "$@"
+fi
+if [ "${1:-}" = "--update" ]; then
+  shift
+  exec build/bench/update_bench "$@"
 fi
 out=$(mktemp)
 build/bench/ec_bench --benchmark_format=json --benchmark_min_time=0.2 "$@" >"$out"

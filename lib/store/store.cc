@@ -631,34 +631,44 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       continue;
     }
 
-    // An existing stripe: old touched data blocks and old parity in, delta through the engine.
+    // An existing stripe. Overwritten whole: encoded fresh, nothing read. Otherwise the old
+    // touched data blocks and the old parity in, the delta through the engine.
     absl::StatusOr<std::vector<BlockRecord>> rows = catalog_->GetBlocks(object.id, stripe, 1);
     if (!rows.ok()) return abandon(rows.status());
     size_t row = 0;
     const std::vector<const BlockRecord*> by_index = TakeStripe(*rows, row, stripe, width);
-    std::vector<int> changed;
-    for (int i = first; i <= last; ++i) changed.push_back(i);
-    std::vector<int> need = changed;
-    for (int j = 0; j < k; ++j) need.push_back(m + j);
-    if (absl::Status s = LoadBlocks(object, stripe, *codec, by_index, need, old); !s.ok()) {
-      return abandon(s);
+    std::vector<int> need;  // The blocks rewritten: the changed data blocks and the parity.
+    if (lo == 0 && hi == stripe_bytes) {
+      for (int i = 0; i < width; ++i) need.push_back(i);
+      ec::CreateTask task{*codec, {}, {}};
+      for (int i = 0; i < m; ++i) task.data.push_back(fresh.block(i));
+      for (int j = 0; j < k; ++j) task.parity.push_back(fresh.block(m + j));
+      if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+    } else {
+      std::vector<int> changed;
+      for (int i = first; i <= last; ++i) changed.push_back(i);
+      need = changed;
+      for (int j = 0; j < k; ++j) need.push_back(m + j);
+      if (absl::Status s = LoadBlocks(object, stripe, *codec, by_index, need, old); !s.ok()) {
+        return abandon(s);
+      }
+      ec::UpdateTask task{*codec, changed, {}, {}, {}, {}};
+      for (int i : changed) {
+        // The new block: the source's bytes in [from, to), the old bytes around them.
+        const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
+        const uint64_t from = std::max(lo, block_lo) - block_lo;
+        const uint64_t to = std::min(hi, block_lo + bs) - block_lo;
+        std::memcpy(fresh.block(i).data(), old.block(i).data(), from);
+        std::memcpy(fresh.block(i).data() + to, old.block(i).data() + to, bs - to);
+        task.old_data.push_back(old.block(i));
+        task.new_data.push_back(fresh.block(i));
+      }
+      for (int j = 0; j < k; ++j) {
+        task.old_parity.push_back(old.block(m + j));
+        task.new_parity.push_back(fresh.block(m + j));
+      }
+      if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
     }
-    ec::UpdateTask task{*codec, changed, {}, {}, {}, {}};
-    for (int i : changed) {
-      // The new block: the source's bytes in [from, to), the old bytes around them.
-      const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
-      const uint64_t from = std::max(lo, block_lo) - block_lo;
-      const uint64_t to = std::min(hi, block_lo + bs) - block_lo;
-      std::memcpy(fresh.block(i).data(), old.block(i).data(), from);
-      std::memcpy(fresh.block(i).data() + to, old.block(i).data() + to, bs - to);
-      task.old_data.push_back(old.block(i));
-      task.new_data.push_back(fresh.block(i));
-    }
-    for (int j = 0; j < k; ++j) {
-      task.old_parity.push_back(old.block(m + j));
-      task.new_parity.push_back(fresh.block(m + j));
-    }
-    if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
 
     // Copy-on-write: every changed block to a new extent; the live ones are not touched.
     std::map<uint32_t, int> occupied;
@@ -666,6 +676,11 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       if (b != nullptr) ++occupied[b->device];
     }
     for (int i : need) {
+      if (by_index[i] == nullptr) {
+        return abandon(absl::DataLossError(
+            absl::StrCat("the catalog has no block ", i, " for stripe ", stripe, " of \"", name,
+                         "\"; nothing was changed. Run `ecctl recover ", name, "`")));
+      }
       absl::StatusOr<BlockRecord> copy = AllocateCopy(*by_index[i], occupied);
       if (!copy.ok()) return abandon(copy.status());
       copy->crc32c = Crc32c(fresh.block(i));

@@ -167,7 +167,8 @@ class Store {
   // and stripe boundaries. Without `append` the range must lie inside the object; with it the
   // object may grow (offset <= size). Each touched stripe's new parity comes from the EC update
   // of its changed data blocks (old blocks CRC-checked, rebuilt from the stripe if bad); untouched
-  // data blocks are not read; new stripes of an append are encoded fresh. Copy-on-write: the new
+  // data blocks are not read; a stripe overwritten whole and new stripes of an append are encoded
+  // fresh (nothing read). Copy-on-write: the new
   // blocks go to new extents (on the old block's device when it has room), every touched device
   // is flushed, and one catalog transaction switches the blocks, size, stripe count and version
   // (+1); then the old extents are freed. A crash or error at any point leaves the old version

@@ -403,6 +403,31 @@ TEST_P(UpdateTest, ASmallUpdateTouchesOnlyItsBlockAndTheParity) {
   ExpectEqualsFreshEncode("obj", model, shape);
 }
 
+// A stripe overwritten whole is encoded fresh: nothing is read, and all M+K blocks are written
+// once, to new extents (the middle stripe of three, so the neighbours stay as they were).
+TEST_P(UpdateTest, AWholeStripeOverwriteReadsNothing) {
+  const Shape shape = GetParam();
+  const uint64_t stripe_bytes = static_cast<uint64_t>(shape.m) * shape.block_size;
+  std::vector<uint8_t> model = RandomBytes(3 * stripe_bytes - 17, 21);
+  ASSERT_TRUE(Put("obj", model, shape).ok());
+  auto st = store_->Stat("obj", true, false);
+  ASSERT_TRUE(st.ok());
+  const uint64_t extent = (shape.block_size + 4095) / 4096 * 4096;
+  std::map<uint32_t, uint64_t> written;
+  for (const BlockStatus& b : st->stripes[1].blocks) written[b.record.device] += extent;
+  const auto before = DeviceIo(*store_);
+  auto r = Patch("obj", stripe_bytes, RandomBytes(stripe_bytes, 22), false, model);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stripes_updated, 1u);
+  const auto after = DeviceIo(*store_);
+  for (const auto& [device, io] : after) {
+    EXPECT_EQ(io.first, before.at(device).first) << "bytes read on device " << device;
+    EXPECT_EQ(io.second - before.at(device).second, written.count(device) ? written[device] : 0)
+        << "bytes written on device " << device;
+  }
+  ExpectEqualsFreshEncode("obj", model, shape);
+}
+
 // A catalog written by schema version 1 (no version column) opens as version 2, objects at 1.
 TEST(CatalogMigrationTest, Version1CatalogGetsObjectVersions) {
   const std::filesystem::path dir =
