@@ -14,7 +14,9 @@ PACKAGES=(
   libcpp-httplib-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
-  python3
+  python3 python3-grpcio python3-protobuf
+  prometheus
+  tmux help2man
 )
 
 missing=()
