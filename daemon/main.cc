@@ -1,7 +1,8 @@
 // ecd: the erasure-coding storage daemon. Parses flags (or a config file), opens the store,
-// serves ecd.v1 and grpc.health.v1 over gRPC on TCP and optionally a Unix socket, and shuts down
+// serves ecd.v1, grpc.health.v1 and server reflection over gRPC on TCP and optionally a Unix socket, and shuts down
 // cleanly on SIGTERM or SIGINT.
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 
@@ -302,6 +303,8 @@ int Main(int argc, char** argv) {
   ecd::daemon::DevicesService devices(store->get(), &rebuilds);
   ecd::daemon::RebuildsService rebuild_service(&rebuilds);
   grpc::EnableDefaultHealthCheckService(true);
+  // Server reflection: grpcurl and other generic clients discover the services without the proto.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(f.listen, grpc::InsecureServerCredentials(), &port);
