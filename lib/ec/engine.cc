@@ -85,6 +85,20 @@ absl::Status GaloisMultiply(absl::Span<const uint8_t> coefficients, int rows, in
   return absl::OkStatus();
 }
 
+const char* TaskKindName(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::kCreate:
+      return "create";
+    case TaskKind::kUpdate:
+      return "update";
+    case TaskKind::kRecover:
+      return "recover";
+    case TaskKind::kMultiply:
+      return "multiply";
+  }
+  return "unknown";
+}
+
 absl::Status RunTask(const Task& task) {
   return std::visit(
       [](const auto& t) -> absl::Status {
@@ -106,7 +120,9 @@ absl::Status RunTask(const Task& task) {
 }
 
 Engine::Engine(EngineOptions options)
-    : check_buffers_(options.check_buffers), workers_(std::clamp(options.workers, 1, 256)) {
+    : check_buffers_(options.check_buffers),
+      workers_(std::clamp(options.workers, 1, 256)),
+      on_task_done_(std::move(options.on_task_done)) {
   threads_.reserve(workers_);
   for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { Work(); });
 }
@@ -127,8 +143,9 @@ Engine::~Engine() {
 }
 
 void Engine::Submit(Task task, Callback done, SubmitFlag flag) {
-  Pending p{std::move(task), std::move(done), 0};
+  Pending p{std::move(task), std::move(done), 0, {}};
   if (check_buffers_) p.source_checksum = SourceChecksum(p.task);
+  if (on_task_done_) p.submitted = std::chrono::steady_clock::now();
   {
     std::lock_guard held_lock(held_mu_);
     held_.push_back(std::move(p));
@@ -197,6 +214,9 @@ void Engine::Work() {
             "engine until the task completes");
       } else {
         status = RunTask(p.task);
+      }
+      if (on_task_done_) {
+        on_task_done_(KindOf(p.task), std::chrono::steady_clock::now() - p.submitted);
       }
       p.done(std::move(status));
     }

@@ -22,6 +22,7 @@
 #ifndef ECD_LIB_EC_ENGINE_H_
 #define ECD_LIB_EC_ENGINE_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -70,6 +71,12 @@ struct GaloisMulTask {
 
 using Task = std::variant<CreateTask, UpdateTask, RecoverTask, GaloisMulTask>;
 
+// The kind of a task, in the order of Task's alternatives.
+enum class TaskKind { kCreate, kUpdate, kRecover, kMultiply };
+inline TaskKind KindOf(const Task& task) { return static_cast<TaskKind>(task.index()); }
+// "create", "update", "recover", "multiply".
+const char* TaskKindName(TaskKind kind);
+
 // dst[r] = sum_c coefficients[r * cols + c] * src[c] over GF(2^8). Block rules as for Codec.
 absl::Status GaloisMultiply(absl::Span<const uint8_t> coefficients, int rows, int cols,
                             absl::Span<const absl::Span<const uint8_t>> src,
@@ -92,6 +99,10 @@ struct EngineOptions {
 #else
   bool check_buffers = true;
 #endif
+  // Called on the worker after each task ran, before its completion, with the task's kind and
+  // the time from Submit to the end of its run (queueing included). May be empty; must be
+  // cheap and thread-safe (metrics).
+  std::function<void(TaskKind kind, std::chrono::nanoseconds latency)> on_task_done;
 };
 
 class Engine {
@@ -119,7 +130,8 @@ class Engine {
   struct Pending {
     Task task;
     Callback done;
-    uint64_t source_checksum = 0;  // With check_buffers only.
+    uint64_t source_checksum = 0;                     // With check_buffers only.
+    std::chrono::steady_clock::time_point submitted;  // With on_task_done only.
   };
   void Work();
   // Moves the held tasks to the queue and wakes idle workers. Takes held_mu_ then mu_.
@@ -127,6 +139,7 @@ class Engine {
 
   const bool check_buffers_;
   const int workers_;
+  const std::function<void(TaskKind, std::chrono::nanoseconds)> on_task_done_;
   // held_ has its own lock so that held (kNone) submits never contend with the workers.
   std::mutex held_mu_;
   std::vector<Pending> held_;  // Submitted with kNone, not yet flushed.

@@ -6,7 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <random>
+#include <string>
 
 #include "lib/ec/gf_reference_test.h"
 
@@ -226,6 +229,38 @@ TEST(EngineTest, BatchOfEveryTaskKindCompletesCorrectly) {
   // Errors arrive as statuses, not crashes.
   EXPECT_TRUE(absl::IsInvalidArgument(engine.Submit(CreateTask{codec, Const(data[0]), {}}).get()));
   EXPECT_TRUE(absl::IsInvalidArgument(engine.Submit(CreateTask{nullptr, {}, {}}).get()));
+}
+
+TEST(EngineTest, TaskObserverSeesEveryTaskWithItsKindBeforeItCompletes) {
+  std::mutex mu;
+  std::map<std::string, int> seen;
+  std::atomic<bool> observed_before_done{true};
+  std::atomic<int> observed{0};
+  EngineOptions options{.workers = 2};
+  options.on_task_done = [&](TaskKind kind, std::chrono::nanoseconds latency) {
+    std::lock_guard lock(mu);
+    ++seen[TaskKindName(kind)];
+    if (latency.count() <= 0) observed_before_done = false;
+    ++observed;
+  };
+  Engine engine(options);
+  auto codec = *Codec::Create(MatrixType::kVandermonde, 3, 2);
+  std::mt19937 rng(3);
+  Blocks data = RandomBlocks(3, 128, rng), parity(2, std::vector<uint8_t>(128));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(engine.Submit(CreateTask{codec, Const(data), Mut(parity)}).get().ok());
+    EXPECT_EQ(observed.load(), i + 1);  // Observed before the future was completed.
+  }
+  Blocks out(2, std::vector<uint8_t>(128));
+  ASSERT_TRUE(
+      engine.Submit(GaloisMulTask{codec->coding(), 2, 3, Const(data), Mut(out)}).get().ok());
+  // A failing task is observed too.
+  EXPECT_FALSE(engine.Submit(CreateTask{codec, Const(data), {}}).get().ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen, (std::map<std::string, int>{{"create", 6}, {"multiply", 1}}));
+  EXPECT_TRUE(observed_before_done.load());
+  EXPECT_EQ(std::string(TaskKindName(KindOf(Task{UpdateTask{}}))), "update");
+  EXPECT_EQ(std::string(TaskKindName(KindOf(Task{RecoverTask{}}))), "recover");
 }
 
 TEST(EngineTest, DestructionCancelsHeldTasks) {

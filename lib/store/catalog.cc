@@ -3,7 +3,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -58,10 +61,23 @@ CREATE TABLE IF NOT EXISTS blocks(
 CREATE UNIQUE INDEX IF NOT EXISTS blocks_by_extent ON blocks(device_id, lba);
 )sql";
 
+// The counters of each open connection, so that an error found deep in a statement is counted
+// for its catalog. Touched on open, close and errors only.
+std::mutex counters_mu;
+std::map<sqlite3*, Catalog::Counters*>& CountersByDb() {
+  static auto* by_db = new std::map<sqlite3*, Catalog::Counters*>;
+  return *by_db;
+}
+
 absl::Status SqliteError(sqlite3* db, absl::string_view what) {
   const int code = sqlite3_extended_errcode(db);
   std::string message = absl::StrCat("catalog ", what, ": ", sqlite3_errmsg(db));
   if ((code & 0xff) == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(message);
+  {
+    std::lock_guard lock(counters_mu);
+    auto it = CountersByDb().find(db);
+    if (it != CountersByDb().end()) it->second->errors.fetch_add(1, std::memory_order_relaxed);
+  }
   if ((code & 0xff) == SQLITE_FULL) return absl::ResourceExhaustedError(message);
   return absl::InternalError(message);
 }
@@ -131,7 +147,7 @@ class Statement {
 // A write transaction (BEGIN IMMEDIATE), rolled back unless committed.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) {
+  Transaction(sqlite3* db, Catalog::Counters& counters) : db_(db), counters_(counters) {
     status_ = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK
                   ? absl::OkStatus()
                   : SqliteError(db, "begin");
@@ -142,16 +158,20 @@ class Transaction {
   const absl::Status& status() const { return status_; }
   absl::Status Commit() {
     done_ = true;
+    const auto start = std::chrono::steady_clock::now();
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
       absl::Status s = SqliteError(db_, "commit");
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
       return s;
     }
+    counters_.commits.fetch_add(1, std::memory_order_relaxed);
+    if (counters_.on_commit) counters_.on_commit(std::chrono::steady_clock::now() - start);
     return absl::OkStatus();
   }
 
  private:
   sqlite3* db_;
+  Catalog::Counters& counters_;
   absl::Status status_;
   bool done_ = false;
 };
@@ -213,6 +233,10 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
     return s;
   }
   std::unique_ptr<Catalog> catalog(new Catalog(db));
+  {
+    std::lock_guard lock(counters_mu);
+    CountersByDb()[db] = &catalog->counters_;
+  }
   sqlite3_busy_timeout(db, 5000);
   // WAL for crash safety and concurrent readers; FULL so that every commit is durable.
   for (const char* pragma :
@@ -238,7 +262,7 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
   }
   // Each migration and its new schema_version commit together: a crash leaves v-1 or v.
   for (; version < kSchemaVersion; ++version) {
-    Transaction txn(db);
+    Transaction txn(db, catalog->counters_);
     if (!txn.status().ok()) return txn.status();
     if (absl::Status s = catalog->Exec(kMigrations[version - 1]); !s.ok()) return s;
     Statement put(db, "UPDATE meta SET value = ? WHERE key = 'schema_version'");
@@ -249,7 +273,13 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
   return catalog;
 }
 
-Catalog::~Catalog() { sqlite3_close(db_); }
+Catalog::~Catalog() {
+  {
+    std::lock_guard lock(counters_mu);
+    CountersByDb().erase(db_);
+  }
+  sqlite3_close(db_);
+}
 
 absl::Status Catalog::Exec(const char* sql) {
   char* error = nullptr;
@@ -306,7 +336,7 @@ absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
   // The devices table's CHECK allows 'online' and 'failed' only (schema version 1), so a failing
   // device is stored as online plus a meta row "device_failing/<id>"; one transaction keeps the
   // two in step. See docs/catalog.md.
-  Transaction txn(db_);
+  Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement s(db_, "UPDATE devices SET state = ? WHERE id = ?");
   s.Bind(1, state == DeviceState::kFailed ? "failed" : "online").Bind(2, id);
@@ -367,7 +397,7 @@ absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
 
 absl::Status Catalog::AddBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks) {
   std::lock_guard lock(mu_);
-  Transaction txn(db_);
+  Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement s(db_,
               "INSERT INTO blocks(object_id, stripe, idx, device_id, lba, lba_count, crc32c, "
@@ -384,6 +414,8 @@ absl::Status Catalog::AddBlocks(int64_t object_id, absl::Span<const BlockRecord>
 
 absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count) {
   std::lock_guard lock(mu_);
+  Transaction txn(db_, counters_);  // One statement; a transaction so that its commit is timed.
+  if (!txn.status().ok()) return txn.status();
   Statement s(db_,
               "UPDATE objects SET state = 'committed', size = ?, stripe_count = ? "
               "WHERE id = ? AND state = 'pending'");
@@ -393,14 +425,18 @@ absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t st
   if (sqlite3_changes(db_) != 1) {
     return absl::InternalError(absl::StrCat("object ", object_id, " is not pending"));
   }
-  return absl::OkStatus();
+  return txn.Commit();
 }
 
 absl::Status Catalog::DeleteObject(int64_t object_id) {
   std::lock_guard lock(mu_);
+  Transaction txn(db_, counters_);
+  if (!txn.status().ok()) return txn.status();
   Statement s(db_, "DELETE FROM objects WHERE id = ?");
   s.Bind(1, object_id);
-  return s.Run();  // Blocks go with it (ON DELETE CASCADE), in the same statement.
+  // Blocks go with it (ON DELETE CASCADE), in the same statement.
+  if (absl::Status st = s.Run(); !st.ok()) return st;
+  return txn.Commit();
 }
 
 absl::StatusOr<int> Catalog::DropPendingObjects() {
@@ -518,7 +554,7 @@ absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> Catalog::BlockCountsB
 
 absl::Status Catalog::ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks) {
   std::lock_guard lock(mu_);
-  Transaction txn(db_);
+  Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement s(db_,
               "UPDATE blocks SET device_id = ?, lba = ?, lba_count = ?, crc32c = ?, corrupt = 0 "
@@ -542,7 +578,7 @@ absl::Status Catalog::CommitUpdate(int64_t object_id, uint64_t expected_version,
                                    absl::Span<const BlockRecord> added, uint64_t size,
                                    uint64_t stripe_count) {
   std::lock_guard lock(mu_);
-  Transaction txn(db_);
+  Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement object(db_,
                    "UPDATE objects SET size = ?, stripe_count = ?, version = version + 1 "

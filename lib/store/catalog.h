@@ -10,6 +10,8 @@
 #ifndef ECD_LIB_STORE_CATALOG_H_
 #define ECD_LIB_STORE_CATALOG_H_
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -66,6 +68,14 @@ struct BlockRecord {
   bool corrupt = false;  // Failed its checksum or could not be read; to be rebuilt.
 };
 
+// What the catalog did, for metrics.
+struct CatalogStats {
+  uint64_t commits = 0;  // write transactions committed
+  // SQLite failures: I/O errors, a full disk, corruption, a lock timeout, a failed commit.
+  // Constraint violations (an object name already taken) are answers, not errors.
+  uint64_t errors = 0;
+};
+
 class Catalog {
  public:
   // Opens or creates the catalog database at `path`.
@@ -73,6 +83,23 @@ class Catalog {
   ~Catalog();
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
+
+  // Called after each committed write transaction with the time COMMIT took (the WAL append
+  // and its fsync), on the committing thread. REQUIRES: set before the catalog is shared.
+  void SetCommitObserver(std::function<void(std::chrono::nanoseconds)> observer) {
+    counters_.on_commit = std::move(observer);
+  }
+  CatalogStats stats() const {
+    return {counters_.commits.load(std::memory_order_relaxed),
+            counters_.errors.load(std::memory_order_relaxed)};
+  }
+
+  // Internal: what statements and transactions count into (catalog.cc).
+  struct Counters {
+    std::atomic<uint64_t> commits{0};
+    std::atomic<uint64_t> errors{0};
+    std::function<void(std::chrono::nanoseconds)> on_commit;
+  };
 
   absl::StatusOr<std::vector<DeviceRecord>> ListDevices();
   absl::Status AddDevice(const DeviceRecord& device);
@@ -133,6 +160,7 @@ class Catalog {
 
   std::mutex mu_;
   sqlite3* const db_;
+  Counters counters_;
 };
 
 }  // namespace ecd::store

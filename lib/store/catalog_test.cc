@@ -3,8 +3,10 @@
 #include "lib/store/catalog.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 
 namespace ecd::store {
@@ -133,6 +135,32 @@ TEST_F(CatalogTest, DeviceStatePersists) {
   ASSERT_TRUE(devices.ok());
   ASSERT_EQ(devices->size(), 1u);
   EXPECT_EQ((*devices)[0].state, DeviceState::kFailed);
+}
+
+TEST_F(CatalogTest, CommitsAreTimedAndSqliteErrorsCounted) {
+  std::vector<std::chrono::nanoseconds> commits;
+  catalog_->SetCommitObserver([&](std::chrono::nanoseconds d) { commits.push_back(d); });
+  const CatalogStats before = catalog_->stats();
+  auto id = catalog_->CreatePendingObject(Object("timed"));
+  ASSERT_TRUE(id.ok());
+  BlockRecord blocks[] = {Block(0, 0, 0), Block(0, 1, 1), Block(0, 2, 2)};
+  ASSERT_TRUE(catalog_->AddBlocks(*id, blocks).ok());
+  ASSERT_TRUE(catalog_->CommitObject(*id, 100, 1).ok());
+  ASSERT_TRUE(catalog_->DeleteObject(*id).ok());
+  EXPECT_EQ(catalog_->stats().commits - before.commits, 3u);  // AddBlocks, commit, delete
+  ASSERT_EQ(commits.size(), 3u);
+  for (auto d : commits) EXPECT_GT(d.count(), 0);
+  // A taken name is an answer, not an error.
+  ASSERT_TRUE(catalog_->CreatePendingObject(Object("x")).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(catalog_->CreatePendingObject(Object("x")).status()));
+  EXPECT_EQ(catalog_->stats().errors, before.errors);
+  // A broken database is: another connection drops a table under the catalog.
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "catalog.db").string().c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "DROP TABLE meta", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(other);
+  EXPECT_FALSE(catalog_->GetMeta("k").ok());
+  EXPECT_EQ(catalog_->stats().errors, before.errors + 1);
 }
 
 }  // namespace

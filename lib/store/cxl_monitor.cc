@@ -3,11 +3,22 @@
 
 #include <variant>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
 #include "lib/cxl/event_drain.h"
 #include "lib/util/log.h"
 
 namespace ecd::store {
+namespace {
+
+// "Memory Module" -> "memory_module": a name as a metric label value.
+std::string LabelValue(std::string_view name) {
+  std::string out;
+  for (char c : name) out += c == ' ' || c == '-' ? '_' : absl::ascii_tolower(c);
+  return out;
+}
+
+}  // namespace
 
 HealthEvent HealthEventFromRecord(uint32_t device, cxl::EventLog log,
                                   const cxl::EventRecord& record) {
@@ -60,6 +71,8 @@ absl::StatusOr<std::unique_ptr<CxlMonitor>> CxlMonitor::Create(EventPolicy* poli
     });
     m->devices_.push_back(*std::move(d));
   }
+  m->stats_.overflows_by_device.assign(device_count, 0);
+  m->stats_.decode_errors_by_device.assign(device_count, 0);
   m->thread_ = std::thread([self = m.get()] { self->Loop(); });
   return m;
 }
@@ -142,6 +155,7 @@ void CxlMonitor::DrainDevice(uint32_t id) {
               cxl::EventLogName(log), rec.status().message());
           std::lock_guard<std::mutex> lock(mu_);
           ++stats_.decode_errors;
+          ++stats_.decode_errors_by_device[id];
           return;
         }
         for (const std::string& w : cxl::RecordWarnings(*rec)) {
@@ -150,6 +164,9 @@ void CxlMonitor::DrainDevice(uint32_t id) {
         {
           std::lock_guard<std::mutex> lock(mu_);
           ++stats_.records;
+          ++stats_.records_by[{id, LabelValue(cxl::EventLogName(log)),
+                               LabelValue(cxl::RecordKindName(cxl::KindOf(*rec))),
+                               LabelValue(cxl::SeverityName(cxl::HeaderOf(*rec).severity()))}];
         }
         policy_->Handle(HealthEventFromRecord(id, log, *rec));
       },
@@ -159,6 +176,8 @@ void CxlMonitor::DrainDevice(uint32_t id) {
             cxl::EventLogName(o.log), o.overflow_count, o.first_overflow_ts, o.last_overflow_ts);
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.overflows;
+        ++stats_.overflows_by_device[id];
+        stats_.overflowed_records += o.overflow_count;
       });
   absl::StatusOr<uint64_t> n = drainer.DrainAll();
   std::lock_guard<std::mutex> lock(mu_);

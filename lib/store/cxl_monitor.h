@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -36,9 +37,15 @@ struct CxlMonitorStats {
   uint64_t interrupts = 0;
   uint64_t drains = 0;
   uint64_t records = 0;
-  uint64_t overflows = 0;
+  uint64_t overflows = 0;  // overflow reports (each says how many records the log lost)
+  uint64_t overflowed_records = 0;
   uint64_t decode_errors = 0;
   uint64_t drain_errors = 0;
+  // Decoded records by (device, log, record type, severity), the names lower case with
+  // underscores ("failure", "general_media", "fatal") as metric labels take them.
+  std::map<std::tuple<uint32_t, std::string, std::string, std::string>, uint64_t> records_by;
+  std::vector<uint64_t> overflows_by_device;      // index: device
+  std::vector<uint64_t> decode_errors_by_device;  // index: device
 };
 
 // The policy's view of a decoded record.

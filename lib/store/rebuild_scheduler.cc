@@ -152,15 +152,18 @@ void RebuildScheduler::Loop() {
     });
     if (stop_) return;
     next->state = RebuildState::kRunning;
-    next->started = absl::Now();
+    next->started = last_progress_ = absl::Now();
+    current_fraction_ = 0;
     running_ = next->id;
     RebuildJob work = *next;
     lock.unlock();
     Run(work);
     lock.lock();
-    work.finished = absl::Now();
+    work.finished = last_progress_ = absl::Now();
     jobs_[work.id] = work;
     running_.reset();
+    ++finished_counts_[{work.spec.kind, work.state}];
+    finished_bytes_ += work.bytes_moved;
     finished_.push_back(work.id);
     while (finished_.size() > options_.history) {
       jobs_.erase(finished_.front());
@@ -168,6 +171,26 @@ void RebuildScheduler::Loop() {
     }
     changed_.notify_all();
   }
+}
+
+RebuildStats RebuildScheduler::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RebuildStats out;
+  out.finished = finished_counts_;
+  out.bytes_moved = finished_bytes_;
+  out.last_progress = last_progress_;
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == RebuildState::kQueued) ++out.queued;
+    if (job.state != RebuildState::kRunning) continue;
+    ++out.running;
+    out.bytes_moved += job.bytes_moved;
+    const double done = static_cast<double>(job.objects_done) + current_fraction_;
+    if (job.objects_total > 0 && done > 0) {
+      const double left = static_cast<double>(job.objects_total) - done;
+      out.eta = (absl::Now() - job.started) * (std::max(left, 0.0) / done);
+    }
+  }
+  return out;
 }
 
 void RebuildScheduler::Run(RebuildJob& job) {
@@ -230,7 +253,14 @@ void RebuildScheduler::Run(RebuildJob& job) {
             RebuildJob& live = jobs_[job.id];
             live.blocks_checked = before.blocks_checked + now.blocks_checked;
             live.blocks_moved = before.blocks_moved + now.blocks_rebuilt;
+            if (before.bytes_moved + now.bytes_rebuilt != live.bytes_moved) {
+              last_progress_ = absl::Now();
+            }
             live.bytes_moved = before.bytes_moved + now.bytes_rebuilt;
+            if (now.stripes_total > 0) {
+              current_fraction_ =
+                  static_cast<double>(now.stripes_done) / static_cast<double>(now.stripes_total);
+            }
             moved = live.bytes_moved;
           }
           absl::SleepFor(pacer.Delay(moved));  // outside the lock
@@ -250,6 +280,8 @@ void RebuildScheduler::Run(RebuildJob& job) {
       live.bytes_moved = before.bytes_moved + p->bytes_rebuilt;
     }
     live.objects_done = ++job.objects_done;
+    last_progress_ = absl::Now();
+    current_fraction_ = 0;
     job.blocks_checked = live.blocks_checked;
     job.blocks_moved = live.blocks_moved;
     job.bytes_moved = live.bytes_moved;

@@ -58,6 +58,21 @@ struct RebuildJob {
   std::string error;  // set when kFailed
 };
 
+// Totals since ecd started, for metrics.
+struct RebuildStats {
+  uint64_t queued = 0;
+  uint64_t running = 0;
+  // Finished jobs by kind and end state (kDone or kFailed); never forgotten, unlike history.
+  std::map<std::pair<RebuildKind, RebuildState>, uint64_t> finished;
+  uint64_t bytes_moved = 0;  // by every job, the running one included
+  // When the running job last moved bytes, finished an object or started; InfinitePast when
+  // no job has run. A running job whose last progress is old is stalled.
+  absl::Time last_progress = absl::InfinitePast();
+  // Of the running job, from its pace so far over objects (the current one counted by its
+  // stripes); nullopt when idle or before the first batch of stripes is done.
+  std::optional<absl::Duration> eta;
+};
+
 struct RebuildSchedulerOptions {
   uint64_t rate_bytes_per_sec = 0;  // 0: unlimited
   size_t history = 256;             // finished jobs kept for List/Get
@@ -80,6 +95,7 @@ class RebuildScheduler {
 
   std::vector<RebuildJob> List() const;  // running and queued first, then newest finished
   std::optional<RebuildJob> Get(uint64_t id) const;
+  RebuildStats Stats() const;
   // Waits until nothing is queued or running; false on timeout.
   bool WaitIdle(absl::Duration timeout);
 
@@ -97,6 +113,12 @@ class RebuildScheduler {
   std::deque<uint64_t> finished_;        // finished ids, oldest first; guarded by mu_
   std::optional<uint64_t> running_;      // guarded by mu_
   bool stop_ = false;                    // guarded by mu_
+  // For Stats, guarded by mu_: finished jobs by kind and state, their bytes, the last progress,
+  // and how far the running job is into its current object (0..1).
+  std::map<std::pair<RebuildKind, RebuildState>, uint64_t> finished_counts_;
+  uint64_t finished_bytes_ = 0;
+  absl::Time last_progress_ = absl::InfinitePast();
+  double current_fraction_ = 0;
   std::thread worker_;
 };
 

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "lib/store/store_test_util.h"
 
@@ -148,6 +149,52 @@ TEST_F(RebuildTest, RateLimitSpreadsTheWork) {
   // Lower bound only: the limiter may not finish early (the batch before the last is throttled).
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(500));
   EXPECT_EQ(scheduler.List()[0].state, RebuildState::kDone);
+}
+
+// Stats: a running job shows its bytes, a recent last progress and an ETA; finished jobs are
+// counted by kind and result, with their bytes, after history forgets them.
+TEST_F(RebuildTest, StatsFollowARunningJobAndCountFinishedOnes) {
+  for (int i = 0; i < 4; ++i) Put("obj" + std::to_string(i), RandomBytes(64 * 16384, 20 + i));
+  RebuildSchedulerOptions o;
+  o.rate_bytes_per_sec = Device(2).blocks * 4096 / 2;  // about two seconds of work
+  o.history = 1;
+  RebuildScheduler scheduler(store_.get(), o);
+  RebuildStats idle = scheduler.Stats();
+  EXPECT_EQ(idle.running, 0u);
+  EXPECT_EQ(idle.bytes_moved, 0u);
+  EXPECT_EQ(idle.last_progress, absl::InfinitePast());
+  EXPECT_FALSE(idle.eta.has_value());
+  RebuildSpec spec;
+  spec.kind = RebuildKind::kEvacuateDevice;
+  spec.device = 2;
+  const uint64_t id = scheduler.Submit(spec);
+  std::optional<RebuildStats> mid;
+  for (int i = 0; i < 400 && !mid; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    RebuildStats now = scheduler.Stats();
+    if (now.running == 1 && now.bytes_moved > 0 && now.eta.has_value()) mid = now;
+  }
+  ASSERT_TRUE(mid.has_value()) << "no progress seen while the job ran";
+  EXPECT_GT(mid->last_progress, absl::Now() - absl::Seconds(5));
+  EXPECT_GT(*mid->eta, absl::ZeroDuration());
+  EXPECT_LT(*mid->eta, absl::Seconds(60));
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Seconds(60)));
+  const uint64_t moved = scheduler.Get(id)->bytes_moved;
+  RebuildSpec bad;
+  bad.kind = RebuildKind::kEvacuateDevice;
+  bad.device = 99;
+  scheduler.Submit(bad);
+  ASSERT_TRUE(scheduler.WaitIdle(absl::Seconds(60)));
+  EXPECT_FALSE(scheduler.Get(id).has_value());  // history is 1: forgotten...
+  const RebuildStats done = scheduler.Stats();  // ...but counted
+  EXPECT_EQ(done.bytes_moved, moved);
+  EXPECT_GE(moved, mid->bytes_moved);
+  EXPECT_EQ(done.running + done.queued, 0u);
+  EXPECT_FALSE(done.eta.has_value());
+  using Key = std::pair<RebuildKind, RebuildState>;
+  EXPECT_EQ(done.finished,
+            (std::map<Key, uint64_t>{{{RebuildKind::kEvacuateDevice, RebuildState::kDone}, 1},
+                                     {{RebuildKind::kEvacuateDevice, RebuildState::kFailed}, 1}}));
 }
 
 TEST_F(RebuildTest, RepairJobsAndBadDevices) {

@@ -76,6 +76,7 @@ struct Store::Device {
   // `device online` reopens a replaced device.
   std::shared_ptr<Namespace> ns;
   ExtentAllocator allocator;
+  uint64_t flush_failures = 0;
 
   Device(DeviceRecord r, std::unique_ptr<Namespace> n)
       : record(std::move(r)), ns(std::move(n)), allocator(record.size_bytes / record.lba_size) {}
@@ -160,7 +161,8 @@ class Store::ObjectLocks {
 
 Store::Store(StoreOptions options)
     : options_(std::move(options)),
-      engine_(std::make_unique<ec::Engine>(ec::EngineOptions{.workers = options_.ec_workers})),
+      engine_(std::make_unique<ec::Engine>(ec::EngineOptions{
+          .workers = options_.ec_workers, .on_task_done = options_.on_ec_task_done})),
       locks_(std::make_unique<ObjectLocks>()) {}
 
 Store::~Store() = default;
@@ -203,6 +205,7 @@ absl::Status Store::Init() {
       Catalog::Open((std::filesystem::path(options_.data_dir) / "catalog.db").string());
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(*catalog);
+  if (options_.on_catalog_commit) catalog_->SetCommitObserver(options_.on_catalog_commit);
   // The catalog's files (and devices/) may be new: make their directory entries durable.
   if (absl::Status s =
           SyncParentDir((std::filesystem::path(options_.data_dir) / "catalog.db").string());
@@ -773,6 +776,10 @@ absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
     if (!s.ok()) {
       // After a failed flush the device may have dropped any write since its last good one, and
       // a later flush may "succeed" without them: it takes no new blocks from now on.
+      {
+        std::lock_guard lock(mu_);
+        ++devices_[d]->flush_failures;
+      }
       MarkSuspect(static_cast<uint32_t>(d), absl::StrCat("flush failed: ", s.message()));
       return absl::UnavailableError(absl::StrCat(
           "flush of device ", d, " failed (", s.message(),
@@ -1275,6 +1282,7 @@ absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
     s.record = d->record;
     s.used_bytes = d->allocator.used_lbas() * d->record.lba_size;
     s.free_bytes = d->allocator.free_lbas() * d->record.lba_size;
+    s.flush_failures = d->flush_failures;
     if (d->ns) s.counters = d->ns->Counters();
     out.push_back(s);
   }

@@ -13,6 +13,7 @@
 #ifndef ECD_LIB_STORE_STORE_H_
 #define ECD_LIB_STORE_STORE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,6 +57,11 @@ struct StoreOptions {
   int ec_workers = 2;
   nvme::DeviceOptions nvme;            // NVMe data path of every device (queue depth, ...).
   NamespaceFactory namespace_factory;  // Defaults to OpenNvmeNamespace with `nvme`.
+  // Metrics hooks, each may be empty; called on the thread doing the work, so they must be
+  // cheap and thread-safe. Every EC task with its kind and latency (ec::EngineOptions), and
+  // every catalog commit with its duration (Catalog::SetCommitObserver).
+  std::function<void(ec::TaskKind, std::chrono::nanoseconds)> on_ec_task_done;
+  std::function<void(std::chrono::nanoseconds)> on_catalog_commit;
 };
 
 struct EncodeParams {
@@ -147,6 +153,7 @@ struct DeviceStatus {
   uint64_t used_bytes = 0;
   uint64_t free_bytes = 0;
   uint64_t blocks = 0;
+  uint64_t flush_failures = 0;  // failed flushes since ecd started (each made it suspect)
   // The namespace's data-path counters (Namespace::Counters); empty for a failed device.
   std::vector<std::pair<std::string, uint64_t>> counters;
 };
@@ -227,6 +234,7 @@ class Store {
   }
 
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
+  CatalogStats catalog_stats() const { return catalog_->stats(); }
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
 
   // Called after the store itself marks a device failing (suspect) because a flush on it
