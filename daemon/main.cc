@@ -1,8 +1,8 @@
 // ecd: the erasure-coding storage daemon. Parses flags (or a config file), opens the store,
-// serves ecd.v1, grpc.health.v1 and server reflection over gRPC on TCP and optionally a Unix socket, and shuts down
-// cleanly on SIGTERM or SIGINT.
-#include <grpcpp/grpcpp.h>
+// serves ecd.v1, grpc.health.v1 and server reflection over gRPC on TCP and optionally a Unix
+// socket, and shuts down cleanly on SIGTERM or SIGINT.
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 
@@ -19,6 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/cxl_service.h"
+#include "daemon/http_server.h"
+#include "daemon/metrics.h"
+#include "daemon/rpc_metrics.h"
 #include "daemon/services.h"
 #include "lib/store/cxl_monitor.h"
 #include "lib/store/event_policy.h"
@@ -39,6 +42,8 @@ struct Flags {
   std::string listen = "127.0.0.1:7400";
   std::string unix_socket;
   std::string port_file;
+  std::string metrics_listen = "127.0.0.1:9400";
+  std::string metrics_port_file;
   std::string block_size = "1M";
   uint32_t data_blocks = 4;
   uint32_t parity_blocks = 2;
@@ -87,6 +92,12 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--unix-socket", f.unix_socket, "Also serve gRPC on this Unix socket path");
   app.add_option("--port-file", f.port_file, "Write the bound TCP port to this file");
+  app.add_option("--metrics-listen", f.metrics_listen,
+                 "host:port serving /metrics (Prometheus), /healthz and /readyz over HTTP; "
+                 "port 0 picks one; empty turns it off")
+      ->capture_default_str();
+  app.add_option("--metrics-port-file", f.metrics_port_file,
+                 "Write the bound metrics HTTP port to this file");
   app.add_option("--block-size", f.block_size, "Default block size of new objects")
       ->capture_default_str();
   app.add_option("--data-blocks", f.data_blocks, "Default M of new objects")->capture_default_str();
@@ -184,7 +195,11 @@ int Main(int argc, char** argv) {
     return Fail("--log-level must be debug, info, warn or error");
   }
 
+  // Before the store: the store's hooks count into it until the store is gone.
+  ecd::daemon::DaemonMetrics metrics(ECD_VERSION);
   ecd::store::StoreOptions options;
+  options.on_ec_task_done = metrics.EcTaskHook();
+  options.on_catalog_commit = metrics.CatalogCommitHook();
   options.data_dir = f.data_dir;
   options.device_count = f.devices;
   options.default_data_blocks = f.data_blocks;
@@ -299,6 +314,20 @@ int Main(int argc, char** argv) {
              cxl_monitor.status().ToString());
     return 1;
   }
+  metrics.Attach(store->get(), &rebuilds, &scrubber, cxl_monitor->get(), &policy);
+  std::unique_ptr<ecd::daemon::HttpEndpoint> http;  // Stops before the sources it reads.
+  if (!f.metrics_listen.empty()) {
+    absl::StatusOr<std::unique_ptr<ecd::daemon::HttpEndpoint>> started =
+        ecd::daemon::HttpEndpoint::Start(f.metrics_listen, [&metrics] { return metrics.Expose(); });
+    if (!started.ok()) {
+      ecd::Log(ecd::LogLevel::kError, "%s", started.status().message());
+      return 1;
+    }
+    http = *std::move(started);
+    if (!f.metrics_port_file.empty()) std::ofstream(f.metrics_port_file) << http->port() << "\n";
+    ecd::Log(ecd::LogLevel::kInfo, "metrics on http://%s/metrics (port %d)", f.metrics_listen,
+             http->port());
+  }
   ecd::daemon::CxlService cxl_service(cxl_monitor->get(), &policy);
   ecd::daemon::DevicesService devices(store->get(), &rebuilds);
   ecd::daemon::RebuildsService rebuild_service(&rebuilds);
@@ -314,6 +343,9 @@ int Main(int argc, char** argv) {
                              grpc::InsecureServerCredentials());
   }
   builder.SetMaxReceiveMessageSize(16 << 20);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.RegisterService(&objects);
   builder.RegisterService(&devices);
   builder.RegisterService(&rebuild_service);
@@ -325,6 +357,7 @@ int Main(int argc, char** argv) {
     return 1;
   }
   server->GetHealthCheckService()->SetServingStatus(true);
+  if (http) http->SetReady(true);
   if (!f.port_file.empty()) {
     std::ofstream(f.port_file) << port << "\n";
   }
@@ -337,6 +370,7 @@ int Main(int argc, char** argv) {
     ecd::Log(ecd::LogLevel::kInfo, "%s received: shutting down",
              sig == SIGTERM ? "SIGTERM" : "SIGINT");
     server->GetHealthCheckService()->SetServingStatus(false);
+    if (http) http->SetReady(false);
     // In-flight requests get 10 s to finish; then they are cancelled.
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   });

@@ -14,7 +14,7 @@ PACKAGES=(
   libcpp-httplib-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
-  python3 python3-grpcio python3-protobuf
+  python3 python3-grpcio python3-protobuf python3-yaml curl
   prometheus
   tmux help2man
 )

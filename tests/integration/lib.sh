@@ -5,6 +5,7 @@
 WORK=$(mktemp -d /tmp/ecd-it.XXXXXX)
 ECD_PID=""
 ADDR=""
+METRICS=""
 
 cleanup() {
   if [ -n "$ECD_PID" ] && kill -0 "$ECD_PID" 2>/dev/null; then kill -9 "$ECD_PID" 2>/dev/null || true; fi
@@ -19,15 +20,18 @@ fail() {
   exit 1
 }
 
-# start_ecd [extra flags...]: starts ecd on a free loopback port and waits until it answers.
+# start_ecd [extra flags...]: starts ecd on a free loopback port (and its metrics HTTP endpoint on
+# another, in $WORK/metrics_port) and waits until it answers.
 start_ecd() {
-  rm -f "$WORK/port"
+  rm -f "$WORK/port" "$WORK/metrics_port"
   "$ECD" --data-dir "$WORK/data" --devices 8 --device-size 256M --listen 127.0.0.1:0 \
-    --port-file "$WORK/port" "$@" >>"$WORK/ecd.log" 2>&1 &
+    --port-file "$WORK/port" --metrics-listen 127.0.0.1:0 --metrics-port-file "$WORK/metrics_port" \
+    "$@" >>"$WORK/ecd.log" 2>&1 &
   ECD_PID=$!
   for _ in $(seq 1 100); do
     if [ -s "$WORK/port" ]; then
       ADDR="127.0.0.1:$(cat "$WORK/port")"
+      METRICS="127.0.0.1:$(cat "$WORK/metrics_port" 2>/dev/null)"
       if "$ECTL" --addr "$ADDR" device ls >/dev/null 2>&1; then return 0; fi
     fi
     kill -0 "$ECD_PID" 2>/dev/null || fail "ecd exited during start-up"
@@ -46,6 +50,12 @@ stop_ecd() {
 }
 
 ecctl() { "$ECTL" --addr "$ADDR" "$@"; }
+
+# metric 'name{label="v",...}': the value of that series in a fresh scrape of /metrics (labels in
+# the order ecd prints them); empty when the series is absent.
+metric() {
+  curl -sf "http://$METRICS/metrics" | awk -v k="$1" '$1 == k { print $2 }'
+}
 
 # expect_error CODE CMD...: the command must fail, print exactly one line on stderr that names
 # the gRPC CODE, and print nothing on stdout.

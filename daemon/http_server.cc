@@ -1,0 +1,62 @@
+// HttpEndpoint: /metrics, /healthz and /readyz over cpp-httplib.
+#include "daemon/http_server.h"
+
+#include <httplib.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "lib/metrics/text_format.h"
+
+namespace ecd::daemon {
+
+HttpEndpoint::HttpEndpoint() : server_(std::make_unique<httplib::Server>()) {}
+
+HttpEndpoint::~HttpEndpoint() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
+    const std::string& listen, std::function<std::string()> metrics) {
+  const size_t colon = listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics address \"", listen,
+                     "\" is not host:port (e.g. 127.0.0.1:9400; port 0 picks one)"));
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [::1]:9400
+  }
+  std::unique_ptr<HttpEndpoint> e(new HttpEndpoint());
+  httplib::Server& s = *e->server_;
+  // Scrapes are few: two threads serve them; a slow client cannot hold one for long.
+  s.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  s.set_read_timeout(5, 0);
+  s.set_write_timeout(5, 0);
+  s.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics(), metrics::kTextContentType);
+  });
+  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  HttpEndpoint* self = e.get();
+  s.Get("/readyz", [self](const httplib::Request&, httplib::Response& res) {
+    const bool ready = self->ready_.load();
+    res.status = ready ? 200 : 503;
+    res.set_content(ready ? "ready\n" : "not ready\n", "text/plain");
+  });
+  const int bound = port == 0 ? s.bind_to_any_port(host) : (s.bind_to_port(host, port) ? port : -1);
+  if (bound <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for metrics on ", listen,
+                                               " (in use? pass --metrics-listen with another "
+                                               "port, or \"\" to turn metrics off)"));
+  }
+  e->port_ = bound;
+  e->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
+  return e;
+}
+
+}  // namespace ecd::daemon

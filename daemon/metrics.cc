@@ -1,0 +1,455 @@
+// The ecd_* metric families: registration, hooks and scrape-time collection.
+#include "daemon/metrics.h"
+
+#include <isa-l.h>
+
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+
+namespace ecd::daemon {
+namespace {
+
+using metrics::MetricType;
+using metrics::Sample;
+
+double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
+
+// The x86 features ISA-L's dispatchers choose between, as the CPU reports them.
+std::string CpuFeatures() {
+  std::vector<std::string> out;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("sse4.1")) out.push_back("sse4_1");
+  if (__builtin_cpu_supports("avx")) out.push_back("avx");
+  if (__builtin_cpu_supports("avx2")) out.push_back("avx2");
+  if (__builtin_cpu_supports("avx512f")) out.push_back("avx512f");
+  if (__builtin_cpu_supports("avx512bw")) out.push_back("avx512bw");
+  if (__builtin_cpu_supports("avx512vl")) out.push_back("avx512vl");
+  if (__builtin_cpu_supports("gfni")) out.push_back("gfni");
+  if (__builtin_cpu_supports("vpclmulqdq")) out.push_back("vpclmulqdq");
+#elif defined(__aarch64__)
+  out.push_back("neon");
+#endif
+  return absl::StrJoin(out, ",");
+}
+
+// What one scrape reads from the store: computed once per scrape (the first family that asks
+// after a new Expose), shared by the families that use it.
+class StoreSnapshot {
+ public:
+  StoreSnapshot(store::Store* store, const std::atomic<uint64_t>* generation)
+      : store_(store), generation_(generation) {}
+
+  struct Data {
+    bool ok = false;
+    std::vector<store::ObjectStatus> objects;
+    std::vector<store::DeviceStatus> devices;
+  };
+  std::shared_ptr<const Data> Get() {
+    std::lock_guard lock(mu_);
+    const uint64_t g = generation_->load();
+    if (data_ == nullptr || g != taken_at_) {
+      auto d = std::make_shared<Data>();
+      absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
+      absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
+      d->ok = objects.ok() && devices.ok();
+      if (objects.ok()) d->objects = *std::move(objects);
+      if (devices.ok()) d->devices = *std::move(devices);
+      data_ = std::move(d);
+      taken_at_ = g;
+    }
+    return data_;
+  }
+
+ private:
+  store::Store* const store_;
+  const std::atomic<uint64_t>* const generation_;
+  std::mutex mu_;
+  std::shared_ptr<const Data> data_;  // guarded by mu_
+  uint64_t taken_at_ = 0;             // guarded by mu_
+};
+
+uint64_t CounterOf(const store::DeviceStatus& d, absl::string_view name) {
+  for (const auto& [n, v] : d.counters) {
+    if (n == name) return v;
+  }
+  return 0;
+}
+
+double UnixSecondsOrZero(absl::Time t) {
+  return t == absl::InfinitePast() ? 0 : absl::ToDoubleSeconds(t - absl::UnixEpoch());
+}
+
+// The generation every Expose bumps (see StoreSnapshot). One per process is enough: ecd has
+// one DaemonMetrics.
+std::atomic<uint64_t>& ScrapeGeneration() {
+  static std::atomic<uint64_t> g{0};
+  return g;
+}
+
+}  // namespace
+
+const char* GrpcCodeName(int code) {
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
+}
+
+DaemonMetrics::DaemonMetrics(const std::string& version)
+    : rpc_requests_(registry_.AddCounter("ecd_rpc_requests_total",
+                                         "gRPC requests finished, by method and status code.",
+                                         {"method", "code"})),
+      rpc_duration_(registry_.AddHistogram("ecd_rpc_duration_seconds",
+                                           "gRPC request duration, from its start to its status.",
+                                           {"method"}, metrics::LatencyBuckets())),
+      rpc_received_(registry_.AddCounter("ecd_rpc_received_bytes_total",
+                                         "Bytes of request messages received, by method.",
+                                         {"method"})),
+      rpc_sent_(registry_.AddCounter("ecd_rpc_sent_bytes_total",
+                                     "Bytes of response messages sent, by method.", {"method"})),
+      catalog_commit_(
+          registry_.AddHistogram("ecd_catalog_commit_duration_seconds",
+                                 "Catalog (SQLite) commit duration: the WAL append and its fsync.",
+                                 {}, metrics::LatencyBuckets())) {
+  registry_
+      .AddGauge("ecd_build_info",
+                "Always 1; the labels say which ecd, which ISA-L and which CPU features "
+                "ISA-L can use.",
+                {"version", "isal", "cpu_features"})
+      .WithLabels(
+          {version,
+           absl::StrCat(ISAL_MAJOR_VERSION, ".", ISAL_MINOR_VERSION, ".", ISAL_PATCH_VERSION),
+           CpuFeatures()})
+      .Set(1);
+  auto& ec = registry_.AddHistogram(
+      "ecd_ec_task_duration_seconds",
+      "EC engine task latency from submit to the end of its run (queueing included), by kind.",
+      {"kind"}, metrics::LatencyBuckets());
+  for (ec::TaskKind k : {ec::TaskKind::kCreate, ec::TaskKind::kUpdate, ec::TaskKind::kRecover,
+                         ec::TaskKind::kMultiply}) {
+    ec_task_[static_cast<size_t>(k)] = &ec.WithLabels({ec::TaskKindName(k)});
+  }
+  catalog_commit_.Get();  // Exported (at zero) before the first commit.
+}
+
+std::function<void(ec::TaskKind, std::chrono::nanoseconds)> DaemonMetrics::EcTaskHook() {
+  return [this](ec::TaskKind kind, std::chrono::nanoseconds latency) {
+    ec_task_[static_cast<size_t>(kind)]->Observe(Seconds(latency));
+  };
+}
+
+std::function<void(std::chrono::nanoseconds)> DaemonMetrics::CatalogCommitHook() {
+  metrics::Histogram* h = &catalog_commit_.Get();
+  return [h](std::chrono::nanoseconds d) { h->Observe(Seconds(d)); };
+}
+
+void DaemonMetrics::RecordRpc(absl::string_view method, int code, std::chrono::nanoseconds duration,
+                              uint64_t received_bytes, uint64_t sent_bytes) {
+  const std::string m(absl::StripPrefix(method, "/"));
+  rpc_requests_.WithLabels({m, GrpcCodeName(code)}).Increment();
+  rpc_duration_.WithLabels({m}).Observe(Seconds(duration));
+  rpc_received_.WithLabels({m}).Increment(received_bytes);
+  rpc_sent_.WithLabels({m}).Increment(sent_bytes);
+}
+
+void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuilds,
+                           store::Scrubber* scrubber, store::CxlMonitor* monitor,
+                           store::EventPolicy* policy) {
+  auto snapshot = std::make_shared<StoreSnapshot>(store, &ScrapeGeneration());
+  metrics::Registry& r = registry_;
+
+  // Objects and stripes.
+  auto store_sum = [snapshot](auto field) {
+    return [snapshot, field] {
+      double sum = 0;
+      for (const store::ObjectStatus& o : snapshot->Get()->objects) sum += field(o);
+      return std::vector<Sample>{{{}, sum}};
+    };
+  };
+  r.AddCallback(MetricType::kGauge, "ecd_objects", "Objects stored.", {},
+                store_sum([](const store::ObjectStatus&) { return 1.0; }));
+  r.AddCallback(MetricType::kGauge, "ecd_stripes", "Stripes of all objects.", {},
+                store_sum([](const store::ObjectStatus& o) {
+                  return static_cast<double>(o.object.stripe_count);
+                }));
+  r.AddCallback(
+      MetricType::kGauge, "ecd_object_bytes", "Bytes of all objects (their sizes).", {},
+      store_sum([](const store::ObjectStatus& o) { return static_cast<double>(o.object.size); }));
+  r.AddCallback(MetricType::kGauge, "ecd_degraded_stripes",
+                "Stripes with fewer than M+K healthy blocks (readable, redundancy reduced).", {},
+                store_sum([](const store::ObjectStatus& o) {
+                  return static_cast<double>(o.degraded_stripes);
+                }));
+  r.AddCallback(
+      MetricType::kGauge, "ecd_lost_stripes",
+      "Stripes with fewer than M healthy blocks (their data cannot be read).", {},
+      store_sum([](const store::ObjectStatus& o) { return static_cast<double>(o.lost_stripes); }));
+
+  // Devices.
+  auto per_device = [snapshot](auto value) {
+    return [snapshot, value] {
+      std::vector<Sample> out;
+      for (const store::DeviceStatus& d : snapshot->Get()->devices) {
+        out.push_back({{absl::StrCat(d.record.id)}, static_cast<double>(value(d))});
+      }
+      return out;
+    };
+  };
+  r.AddCallback(
+      MetricType::kGauge, "ecd_device_state",
+      "1 for the device's state (online, failing, failed), 0 for the others.", {"device", "state"},
+      [snapshot] {
+        std::vector<Sample> out;
+        for (const store::DeviceStatus& d : snapshot->Get()->devices) {
+          for (store::DeviceState s : {store::DeviceState::kOnline, store::DeviceState::kFailing,
+                                       store::DeviceState::kFailed}) {
+            out.push_back({{absl::StrCat(d.record.id), store::DeviceStateName(s)},
+                           d.record.state == s ? 1.0 : 0.0});
+          }
+        }
+        return out;
+      });
+  r.AddCallback(MetricType::kGauge, "ecd_device_capacity_bytes", "Size of the device.", {"device"},
+                per_device([](const store::DeviceStatus& d) { return d.record.size_bytes; }));
+  r.AddCallback(MetricType::kGauge, "ecd_device_used_bytes", "Bytes of the device held by blocks.",
+                {"device"}, per_device([](const store::DeviceStatus& d) { return d.used_bytes; }));
+  r.AddCallback(MetricType::kGauge, "ecd_device_blocks", "Blocks stored on the device.", {"device"},
+                per_device([](const store::DeviceStatus& d) { return d.blocks; }));
+  r.AddCallback(MetricType::kCounter, "ecd_device_flush_failures_total",
+                "Failed flushes (each one makes the device suspect: failing, then evacuated).",
+                {"device"},
+                per_device([](const store::DeviceStatus& d) { return d.flush_failures; }));
+
+  // NVMe data path, from each namespace's counters.
+  r.AddCallback(MetricType::kCounter, "ecd_nvme_commands_total",
+                "NVMe I/O commands completed, by opcode.", {"device", "opcode"}, [snapshot] {
+                  std::vector<Sample> out;
+                  for (const store::DeviceStatus& d : snapshot->Get()->devices) {
+                    if (d.counters.empty()) continue;
+                    const std::string id = absl::StrCat(d.record.id);
+                    for (auto [opcode, counter] : {std::pair{"read", "nvme_read_commands"},
+                                                   {"write", "nvme_write_commands"},
+                                                   {"flush", "nvme_flush_commands"}}) {
+                      out.push_back({{id, opcode}, static_cast<double>(CounterOf(d, counter))});
+                    }
+                  }
+                  return out;
+                });
+  r.AddCallback(
+      MetricType::kCounter, "ecd_nvme_bytes_total", "Bytes moved by NVMe commands, by direction.",
+      {"device", "direction"}, [snapshot] {
+        std::vector<Sample> out;
+        for (const store::DeviceStatus& d : snapshot->Get()->devices) {
+          if (d.counters.empty()) continue;
+          const std::string id = absl::StrCat(d.record.id);
+          out.push_back({{id, "read"}, static_cast<double>(CounterOf(d, "nvme_bytes_read"))});
+          out.push_back({{id, "write"}, static_cast<double>(CounterOf(d, "nvme_bytes_written"))});
+        }
+        return out;
+      });
+  r.AddCallback(MetricType::kCounter, "ecd_nvme_errors_total",
+                "NVMe commands completed with an error, by status (sctX_scYY, hex).",
+                {"device", "status"}, [snapshot] {
+                  std::vector<Sample> out;
+                  for (const store::DeviceStatus& d : snapshot->Get()->devices) {
+                    for (const auto& [name, v] : d.counters) {
+                      if (!absl::StartsWith(name, "nvme_errors_")) continue;
+                      out.push_back({{absl::StrCat(d.record.id),
+                                      std::string(absl::StripPrefix(name, "nvme_errors_"))},
+                                     static_cast<double>(v)});
+                    }
+                  }
+                  return out;
+                });
+  r.AddCallback(
+      MetricType::kCounter, "ecd_nvme_prp_fetches_total",
+      "PRP list fetches by the controller's fetch manager, by buffer (ping, pong).",
+      {"device", "buffer"}, [snapshot] {
+        std::vector<Sample> out;
+        for (const store::DeviceStatus& d : snapshot->Get()->devices) {
+          if (d.counters.empty()) continue;
+          const std::string id = absl::StrCat(d.record.id);
+          out.push_back({{id, "ping"}, static_cast<double>(CounterOf(d, "nvme_prp_fetches_ping"))});
+          out.push_back({{id, "pong"}, static_cast<double>(CounterOf(d, "nvme_prp_fetches_pong"))});
+        }
+        return out;
+      });
+  r.AddCallback(
+      MetricType::kCounter, "ecd_nvme_prp_refills_total",
+      "PRP fetch buffer refills (a buffer drained before the transfer ended).", {"device"},
+      per_device([](const store::DeviceStatus& d) { return CounterOf(d, "nvme_prp_refills"); }));
+  r.AddCallback(
+      MetricType::kGauge, "ecd_nvme_in_flight",
+      "NVMe commands submitted to io_uring and not yet completed.", {"device"},
+      per_device([](const store::DeviceStatus& d) { return CounterOf(d, "nvme_in_flight"); }));
+
+  // Catalog.
+  r.AddCallback(
+      MetricType::kCounter, "ecd_catalog_errors_total",
+      "Catalog (SQLite) failures: I/O errors, full disk, corruption, lock timeouts.", {}, [store] {
+        return std::vector<Sample>{{{}, static_cast<double>(store->catalog_stats().errors)}};
+      });
+
+  // Rebuilds.
+  r.AddCallback(MetricType::kGauge, "ecd_rebuild_jobs", "Rebuild jobs waiting or running.",
+                {"state"}, [rebuilds] {
+                  const store::RebuildStats s = rebuilds->Stats();
+                  return std::vector<Sample>{{{"queued"}, static_cast<double>(s.queued)},
+                                             {{"running"}, static_cast<double>(s.running)}};
+                });
+  r.AddCallback(
+      MetricType::kCounter, "ecd_rebuild_jobs_finished_total",
+      "Rebuild jobs finished since ecd started, by kind and result (done, failed).",
+      {"kind", "result"}, [rebuilds] {
+        std::vector<Sample> out;
+        const store::RebuildStats s = rebuilds->Stats();
+        for (store::RebuildKind k :
+             {store::RebuildKind::kEvacuateDevice, store::RebuildKind::kMediaRange,
+              store::RebuildKind::kRepairObject}) {
+          for (store::RebuildState st :
+               {store::RebuildState::kDone, store::RebuildState::kFailed}) {
+            auto it = s.finished.find({k, st});
+            out.push_back({{store::RebuildKindName(k), store::RebuildStateName(st)},
+                           it == s.finished.end() ? 0.0 : static_cast<double>(it->second)});
+          }
+        }
+        return out;
+      });
+  r.AddCallback(
+      MetricType::kCounter, "ecd_rebuild_bytes_total",
+      "Bytes rebuilt or relocated by rebuild jobs.", {}, [rebuilds] {
+        return std::vector<Sample>{{{}, static_cast<double>(rebuilds->Stats().bytes_moved)}};
+      });
+  r.AddCallback(MetricType::kGauge, "ecd_rebuild_eta_seconds",
+                "Estimated seconds left of the running rebuild job (absent when none runs or "
+                "before its first progress).",
+                {}, [rebuilds] {
+                  const store::RebuildStats s = rebuilds->Stats();
+                  if (!s.eta) return std::vector<Sample>{};
+                  return std::vector<Sample>{{{}, absl::ToDoubleSeconds(*s.eta)}};
+                });
+  r.AddCallback(
+      MetricType::kGauge, "ecd_rebuild_last_progress_timestamp_seconds",
+      "Unix time a rebuild job last moved bytes, finished an object or started (0: "
+      "never).",
+      {}, [rebuilds] {
+        return std::vector<Sample>{{{}, UnixSecondsOrZero(rebuilds->Stats().last_progress)}};
+      });
+
+  // Scrub.
+  auto scrub = [scrubber](auto value) {
+    return [scrubber, value] {
+      return std::vector<Sample>{{{}, static_cast<double>(value(scrubber->Status()))}};
+    };
+  };
+  using Scrub = store::ScrubberStatus;
+  r.AddCallback(MetricType::kGauge, "ecd_scrub_running", "1 while a background scrub pass runs.",
+                {}, scrub([](const Scrub& s) { return s.running ? 1 : 0; }));
+  r.AddCallback(MetricType::kGauge, "ecd_scrub_pass_objects_done",
+                "Objects done of the running background scrub pass.", {},
+                scrub([](const Scrub& s) { return s.current.objects_done; }));
+  r.AddCallback(MetricType::kGauge, "ecd_scrub_pass_objects",
+                "Objects of the running background scrub pass.", {},
+                scrub([](const Scrub& s) { return s.current.objects_total; }));
+  r.AddCallback(MetricType::kGauge, "ecd_scrub_last_finished_timestamp_seconds",
+                "Unix time the last background scrub pass finished (0: never).", {},
+                scrub([](const Scrub& s) { return UnixSecondsOrZero(s.last_finished); }));
+  r.AddCallback(MetricType::kCounter, "ecd_scrub_bytes_checked_total",
+                "Bytes read back good by scrubs (background and on request).", {},
+                scrub([](const Scrub& s) { return s.found_total.bytes_checked; }));
+  r.AddCallback(MetricType::kCounter, "ecd_scrub_findings_total",
+                "Damage found by scrubs, by kind: corrupt (failed CRC32C), unreadable, "
+                "parity_mismatch, lost_stripe.",
+                {"kind"}, [scrubber] {
+                  const store::RecoverProgress f = scrubber->Status().found_total;
+                  return std::vector<Sample>{
+                      {{"corrupt"}, static_cast<double>(f.blocks_corrupt)},
+                      {{"unreadable"}, static_cast<double>(f.blocks_unreadable)},
+                      {{"parity_mismatch"}, static_cast<double>(f.parity_mismatches)},
+                      {{"lost_stripe"}, static_cast<double>(f.lost_stripes)}};
+                });
+  r.AddCallback(MetricType::kCounter, "ecd_scrub_repaired_blocks_total",
+                "Blocks scrubs rewrote (rebuilt or recomputed).", {},
+                scrub([](const Scrub& s) { return s.found_total.blocks_rebuilt; }));
+  r.AddCallback(MetricType::kCounter, "ecd_scrub_objects_failed_total",
+                "Objects whose scrub ended in an error (data loss, no space).", {},
+                scrub([](const Scrub& s) { return s.objects_failed_total; }));
+
+  // CXL.
+  r.AddCallback(
+      MetricType::kCounter, "ecd_cxl_records_total",
+      "CXL event records decoded, by device, log, record type and severity.",
+      {"device", "log", "type", "severity"}, [monitor] {
+        std::vector<Sample> out;
+        for (const auto& [key, n] : monitor->stats().records_by) {
+          const auto& [device, log, type, severity] = key;
+          out.push_back({{absl::StrCat(device), log, type, severity}, static_cast<double>(n)});
+        }
+        return out;
+      });
+  auto per_cxl_device = [monitor](auto field) {
+    return [monitor, field] {
+      const store::CxlMonitorStats s = monitor->stats();
+      const std::vector<uint64_t>& v = field(s);
+      std::vector<Sample> out;
+      for (size_t d = 0; d < v.size(); ++d) {
+        out.push_back({{absl::StrCat(d)}, static_cast<double>(v[d])});
+      }
+      return out;
+    };
+  };
+  r.AddCallback(MetricType::kCounter, "ecd_cxl_overflows_total",
+                "CXL event log overflows (records the device dropped), by device.", {"device"},
+                per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
+                  return s.overflows_by_device;
+                }));
+  r.AddCallback(MetricType::kCounter, "ecd_cxl_decode_errors_total",
+                "CXL event records that could not be decoded, by device.", {"device"},
+                per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
+                  return s.decode_errors_by_device;
+                }));
+  r.AddCallback(
+      MetricType::kCounter, "ecd_cxl_policy_actions_total",
+      "Actions the CXL event policy took (ignore, count, rebuild, evacuate, fail).", {"action"},
+      [policy] {
+        std::map<std::string, uint64_t> c = policy->counters();
+        std::vector<Sample> out;
+        for (store::PolicyAction a : {store::PolicyAction::kIgnore, store::PolicyAction::kCount,
+                                      store::PolicyAction::kRebuildRange,
+                                      store::PolicyAction::kEvacuate, store::PolicyAction::kFail}) {
+          const std::string name = store::PolicyActionName(a);
+          out.push_back({{name}, static_cast<double>(c[name])});
+        }
+        return out;
+      });
+}
+
+std::string DaemonMetrics::Expose() const {
+  ScrapeGeneration().fetch_add(1);
+  return registry_.Expose();
+}
+
+}  // namespace ecd::daemon

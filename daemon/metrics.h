@@ -1,0 +1,66 @@
+// DaemonMetrics: every ecd_* metric the daemon exports, and the hooks that feed them.
+//
+// Values that already exist in the store, the rebuild scheduler, the scrubber and the CXL
+// monitor are read when Prometheus scrapes (callback families); only RPCs, EC tasks and catalog
+// commits are counted as they happen (through hooks that touch atomics only). docs/metrics.md
+// lists every metric with its labels and meaning.
+#ifndef ECD_DAEMON_METRICS_H_
+#define ECD_DAEMON_METRICS_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "lib/ec/engine.h"
+#include "lib/metrics/registry.h"
+#include "lib/store/cxl_monitor.h"
+#include "lib/store/event_policy.h"
+#include "lib/store/rebuild_scheduler.h"
+#include "lib/store/scrubber.h"
+#include "lib/store/store.h"
+
+namespace ecd::daemon {
+
+// Thread safety: all methods may be called concurrently once the sources are attached.
+class DaemonMetrics {
+ public:
+  // `version` goes into ecd_build_info with the ISA-L version and the CPU features ISA-L can use.
+  explicit DaemonMetrics(const std::string& version);
+
+  // For StoreOptions::on_ec_task_done and on_catalog_commit. The metrics must outlive the store.
+  std::function<void(ec::TaskKind, std::chrono::nanoseconds)> EcTaskHook();
+  std::function<void(std::chrono::nanoseconds)> CatalogCommitHook();
+
+  // One finished RPC: its method ("ecd.v1.Objects/Encode"), gRPC status code, duration and
+  // the bytes of the messages it received and sent (protobuf encoding).
+  void RecordRpc(absl::string_view method, int code, std::chrono::nanoseconds duration,
+                 uint64_t received_bytes, uint64_t sent_bytes);
+
+  // Registers the scrape-time families over these sources. Call once, before serving.
+  // REQUIRES: all of them outlive the metrics' last Expose().
+  void Attach(store::Store* store, store::RebuildScheduler* rebuilds, store::Scrubber* scrubber,
+              store::CxlMonitor* monitor, store::EventPolicy* policy);
+
+  // The whole exposition, text format 0.0.4.
+  std::string Expose() const;
+  metrics::Registry& registry() { return registry_; }
+
+ private:
+  metrics::Registry registry_;
+  metrics::Family<metrics::Counter>& rpc_requests_;
+  metrics::Family<metrics::Histogram>& rpc_duration_;
+  metrics::Family<metrics::Counter>& rpc_received_;
+  metrics::Family<metrics::Counter>& rpc_sent_;
+  metrics::Family<metrics::Histogram>& catalog_commit_;
+  std::array<metrics::Histogram*, 4> ec_task_;  // by ec::TaskKind
+};
+
+// The gRPC name of a status code ("OK", "NOT_FOUND", ...).
+const char* GrpcCodeName(int code);
+
+}  // namespace ecd::daemon
+
+#endif  // ECD_DAEMON_METRICS_H_
