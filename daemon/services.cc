@@ -278,10 +278,15 @@ grpc::Status DevicesService::SetState(grpc::ServerContext* context,
         return grpc::Status(grpc::StatusCode::NOT_FOUND,
                             absl::StrCat("device ", request->id(), " not found (ecctl device ls)"));
       }
-      if ((*all)[request->id()].record.state != store::DeviceState::kOnline) {
-        return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                            absl::StrCat("device ", request->id(),
-                                         " is not online; only an online device can be evacuated"));
+      // A failing device may be evacuated again (after a job failed for lack of space); a
+      // failed one has nothing left that could be read off it.
+      if ((*all)[request->id()].record.state == store::DeviceState::kFailed) {
+        return grpc::Status(
+            grpc::StatusCode::FAILED_PRECONDITION,
+            absl::StrCat("device ", request->id(),
+                         " is failed: nothing can be moved off it. Run `ecctl recover NAME` for "
+                         "its objects, or `ecctl device online ",
+                         request->id(), "` once it is replaced"));
       }
       store::RebuildSpec spec;
       spec.kind = store::RebuildKind::kEvacuateDevice;

@@ -167,7 +167,9 @@ class Store {
 
   // Stores the bytes of `source` as a new object. InvalidArgument for a bad shape, block size or
   // name, or more blocks per stripe than devices; AlreadyExists; FailedPrecondition when too few
-  // devices are online; ResourceExhausted when space runs out. On error nothing is stored.
+  // devices are online; ResourceExhausted when space runs out; Unavailable when a device flush
+  // failed (the device is then suspect); DataLoss or Internal when a device write failed (media
+  // error, or another command error). On error nothing is stored.
   absl::StatusOr<ObjectRecord> Encode(const EncodeParams& params, ByteSource& source);
 
   // Overwrites bytes [offset, offset + n) of an object with the n bytes of `data`, across block
