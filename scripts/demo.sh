@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The quick start: installs, builds, starts ecd on 127.0.0.1 with the embedded default (data dir
 # ./var/ecd, 8 sparse namespace files, SQLite catalog), encodes a generated 64 MiB file with 4+2,
-# fails two devices, reads the file back byte-identical, recovers, shows full redundancy again and
-# stops the daemon.
+# fails two devices, reads the file back byte-identical, recovers, shows full redundancy again,
+# shows a few of the metrics Prometheus would scrape and stops the daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -22,7 +22,8 @@ WORK=$ROOT/var/demo
 say "starting ecd (fresh data dir $DATA)"
 rm -rf "$DATA" "$WORK"
 mkdir -p "$WORK"
-"$ECD" --data-dir "$DATA" --listen "$ADDR" >"$WORK/ecd.log" 2>&1 &
+"$ECD" --data-dir "$DATA" --listen "$ADDR" --metrics-listen 127.0.0.1:0 \
+  --metrics-port-file "$WORK/metrics_port" >"$WORK/ecd.log" 2>&1 &
 PID=$!
 trap 'kill $PID 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
@@ -53,6 +54,10 @@ say "recovering: rebuilding the lost blocks onto the healthy devices"
 ecctl recover demo.bin
 ecctl stat demo.bin --verify
 ecctl device ls
+
+say "what Prometheus scrapes from /metrics (a few of the ecd_* series)"
+curl -sf "http://127.0.0.1:$(cat "$WORK/metrics_port")/metrics" |
+  grep -E '^ecd_(objects|object_bytes|stripes|degraded_stripes|lost_stripes|rebuild_jobs\\{|device_state\{device="1"|rpc_requests_total\{method="ecd.v1.Objects/(Encode|Read|Recover)")'
 
 say "stopping ecd"
 kill -TERM $PID
