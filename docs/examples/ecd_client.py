@@ -20,7 +20,7 @@ grpc_python_plugin are installed. See docs/examples/README.md.
 
 Errors are one line on stderr, "ecd_client: <what>: <CODE>: <message>", and a non-zero exit:
 1 for an error from ecd, 2 for a usage error, 3 for a local file or stub problem, 4 when a
-watched rebuild job failed.
+watched rebuild job failed (141, silently, when stdout is a pipe closed early).
 
 Library use (after the stubs are importable):
 
@@ -324,8 +324,13 @@ def _matrix_value(name):
 def _to_dict(message):
     from google.protobuf import json_format
     # Proto3 JSON: 64-bit integers are strings; defaults are shown so scripts find every field.
-    return json_format.MessageToDict(message, preserving_proto_field_name=True,
-                                     including_default_value_fields=True)
+    # protobuf 26 renamed the option that shows them (Debian 12 ships 3.21).
+    try:
+        return json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                         including_default_value_fields=True)
+    except TypeError:
+        return json_format.MessageToDict(message, preserving_proto_field_name=True,
+                                         always_print_fields_with_no_presence=True)
 
 
 def _emit(args, text, document):
@@ -613,6 +618,11 @@ def main(argv=None):
         return _fail(what, str(e), EXIT_USAGE)
     except LocalError as e:
         return _fail(what, str(e), EXIT_LOCAL)
+    except BrokenPipeError:
+        # stdout was closed early (e.g. piped into head): not an error worth a message. Point
+        # stdout at /dev/null so that the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as e:
         return _fail(what, f"{e.filename or 'I/O'}: {e.strerror or e}", EXIT_LOCAL)
     except JobFailed as e:
