@@ -146,8 +146,8 @@ client --json encode "$WORK/model.bin" --name obj --data $M --parity $K --block-
 got=$(pyjson 'd["object"]["size"], d["object"]["version"], d["object"]["data_blocks"], d["object"]["parity_blocks"], d["object"]["block_size"], d["object"]["stripe_count"]' <"$WORK/encode.json")
 want="('$size', '1', $M, $K, '$BLOCK', '$(((size + stripe - 1) / stripe))')"
 [ "$got" = "$want" ] || fail "encode response $got, expected $want"
-client encode "$WORK/model.bin" --name obj2 | grep -q "^encoded obj2: $size bytes, 4+2 cauchy" ||
-  fail "human encode output (daemon defaults 4+2)"
+out=$(client encode "$WORK/model.bin" --name obj2)
+grep -q "^encoded obj2: $size bytes, 4+2 cauchy" <<<"$out" || fail "human encode output (daemon defaults 4+2): $out"
 client rm obj2 >/dev/null
 read_exact 0
 
@@ -213,15 +213,25 @@ expect_error "no ecd/v1/ecd_pb2.py" "$PY" "$CLIENT" --addr "$ADDR" --stubs "$WOR
 read_exact 0
 
 step "fail the device of stripe 0's data block 0 with ecctl: reads rebuild it on the fly"
-layout() {  # the device of every block of obj, one line per stripe (from the client's stat)
-  client --json stat obj --blocks | pyjson "'\n'.join(' '.join(str(b['device']) for b in sorted(s['blocks'], key=lambda b: b['index'])) for s in d['object']['stripes'])"
+# layout: writes the device of every block of obj to $WORK/layout, one line per stripe (from the
+# client's stat). To a file, not a pipe: a reader that stops early (head, grep -q) would make the
+# writer fail under pipefail.
+layout() {
+  client --json stat obj --blocks >"$WORK/blocks.json"
+  pyjson "'\n'.join(' '.join(str(b['device']) for b in sorted(s['blocks'], key=lambda b: b['index'])) for s in d['object']['stripes'])" \
+    <"$WORK/blocks.json" >"$WORK/layout"
 }
-dev1=$(layout | head -n1 | cut -d' ' -f1)
-held=$(layout | tr ' ' '\n' | grep -cx "$dev1")
+# blocks_on DEVICE: how many blocks of obj $WORK/layout puts on DEVICE.
+blocks_on() { tr ' ' '\n' <"$WORK/layout" | { grep -cx "$1" || true; }; }
+layout
+dev1=$(head -n1 "$WORK/layout" | cut -d' ' -f1)
+held=$(blocks_on "$dev1")
+[ "$held" -gt 0 ] || fail "device $dev1 holds no block of obj"
 ecctl device fail "$dev1" >/dev/null
 [ "$(stat_field degraded_stripes)" = "$held" ] || fail "degraded stripes $(stat_field degraded_stripes), expected $held"
 [ "$(stat_field lost_stripes)" = 0 ] || fail "stripes lost after one failure"
-grep -q "^  health   degraded: $held stripes" <(client stat obj) || fail "human stat: $(client stat obj)"
+out=$(client stat obj)
+grep -q "^  health   degraded: $held stripes" <<<"$out" || fail "human stat: $out"
 read_exact some
 
 step "recover with the client: streamed progress until done, every lost block rebuilt"
@@ -231,15 +241,18 @@ pyjson 'd["done"]' <<<"$last" | grep -qx True || fail "the last recover message 
 [ "$(pyjson 'd["blocks_rebuilt"]' <<<"$last")" = "$held" ] || fail "recover rebuilt other than $held blocks: $last"
 [ "$(pyjson 'd["stripes_done"] == d["stripes_total"]' <<<"$last")" = True ] || fail "recover: $last"
 echo "   $(wc -l <"$WORK/recover.jsonl") progress messages; $held blocks rebuilt"
-client recover obj | tail -n1 | grep -q "0 rebuilt (0 B), done$" || fail "a second recover rebuilt something"
+out=$(client recover obj)
+grep -q "0 rebuilt (0 B), done$" <<<"$(tail -n1 <<<"$out")" || fail "a second recover rebuilt something: $out"
 [ "$(stat_field degraded_stripes)" = 0 ] || fail "still degraded after recover"
-layout | tr ' ' '\n' | grep -qx "$dev1" && fail "a block is still on failed device $dev1"
+layout
+[ "$(blocks_on "$dev1")" = 0 ] || fail "blocks are still on failed device $dev1: $(cat "$WORK/layout")"
 read_exact 0
 
 step "evacuate another device with ecctl; watch the rebuild job with the client until done"
-dev2=$(layout | head -n1 | cut -d' ' -f2)
+dev2=$(head -n1 "$WORK/layout" | cut -d' ' -f2)
 [ "$dev2" != "$dev1" ] || fail "stripe 0 has two blocks on device $dev1"
-held=$(layout | tr ' ' '\n' | grep -cx "$dev2")
+held=$(blocks_on "$dev2")
+[ "$held" -gt 0 ] || fail "device $dev2 holds no block of obj"
 ecctl device evacuate "$dev2" >/dev/null
 job=$(client --json rebuilds | pyjson "max(int(j['id']) for j in d['jobs'] if j['kind'] == 'evacuate-device' and j['device'] == $dev2)")
 client rebuilds --watch --id "$job" --interval 0.1 >"$WORK/watch.txt"
