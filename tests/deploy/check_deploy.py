@@ -508,8 +508,10 @@ def check_unit(unit_path, sysusers_path, conf_path):
     for name in ("@system-service", "io_uring_setup", "io_uring_enter", "io_uring_register"):
         if name not in filters:
             problem(where, f"SystemCallFilter does not allow {name}")
-    if any(f.startswith("~") and "io_uring" in f for f in filters):
-        problem(where, "SystemCallFilter denies io_uring")
+    for line in u.get("SystemCallFilter", []):
+        denied = set(line.lstrip("~").split()) if line.startswith("~") else set()
+        if denied & {"io_uring_setup", "io_uring_enter", "io_uring_register", "@aio"}:
+            problem(where, f"SystemCallFilter={line} denies io_uring (@aio holds it in systemd 252)")
     stop = one("TimeoutStopSec") or ""
     m = re.fullmatch(r"(\d+)s?", stop)
     if not m or int(m.group(1)) <= 10:
