@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds, and runs every test (unit, integration) with ctest.
+# Usage: scripts/test.sh            RelWithDebInfo build in ./build
+#        scripts/test.sh --asan     the same suite built with AddressSanitizer and UBSan, in
+#                                   ./build-asan (any report fails the test that caused it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--asan" ]; then
+  export BUILD_DIR=${BUILD_DIR:-build-asan}
+  SANITIZE=(-DECD_SANITIZE=address,undefined)
+  # Leaks are reported too; abort on the first error so that the test fails where it happened.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+else
+  SANITIZE=()
+fi
 echo "== installing dependencies"
 bash scripts/install-deps.sh
-echo "== building"
-bash scripts/build.sh
+echo "== building${SANITIZE:+ (${SANITIZE[*]})}"
+bash scripts/build.sh "${SANITIZE[@]}"
 echo "== testing"
 cd "${BUILD_DIR:-build}"
 ctest --output-on-failure --timeout 900 -j "$(nproc)"

@@ -281,12 +281,14 @@ def main():
     os.chmod(ecd_copy, 0o755)
     os.chmod(conf_copy, 0o644)
     port_file = os.path.join(run, "port")
+    metrics_port_file = os.path.join(run, "metrics_port")
     sock = os.path.join(run, "ecd.sock")
     exec_start = unit["ExecStart"][-1].split()
     if exec_start[1:3] != ["--config", "/etc/ecd/ecd.conf"]:
         fail(f"unexpected ExecStart {unit['ExecStart'][-1]!r}")
     argv = [ecd_copy, "--config", conf_copy, "--data-dir", data, "--unix-socket", sock,
-            "--listen", "127.0.0.1:0", "--port-file", port_file, "--device-size", "64M"]
+            "--listen", "127.0.0.1:0", "--port-file", port_file, "--device-size", "64M",
+            "--metrics-listen", "127.0.0.1:0", "--metrics-port-file", metrics_port_file]
     # io_uring charges registered buffers (devices x nvme-host-memory) to RLIMIT_MEMLOCK unless
     # the process has CAP_IPC_LOCK. check_deploy.py checks the unit's limit covers ecd.conf; if
     # this machine will not let us raise the limit that far, shrink the pools to fit what we
@@ -369,6 +371,12 @@ def main():
                 fail(f"device {d.get('id')}: io_uring fixed buffers not registered "
                      f"(nvme_fixed_buffers={counters.get('nvme_fixed_buffers')}); "
                      "LimitMEMLOCK too small for devices x nvme-host-memory?")
+        # The metrics endpoint works under the filter too, and sees the object.
+        import urllib.request
+        metrics_port = open(metrics_port_file).read().strip()
+        page = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read()
+        if b"\necd_objects 1\n" not in page:
+            fail("/metrics under the sandbox does not show ecd_objects 1")
         ctl("scrub")
         ctl("cxl", "inject", "1", "--log", "failure", "--type", "memory-module",
             "--health-status", "4")
