@@ -1,9 +1,11 @@
-// ecctl: the operator CLI of ecd. A thin client of the ecd.v1 gRPC API: every subcommand is one
-// RPC; errors are one line on stderr and a non-zero exit (1 from ecd, 2 usage, 3 local files,
-// 4 a scrub left or found damage).
+// ecctl: the operator CLI of ecd. A thin client of the ecd.v1 gRPC API: most subcommands are one
+// RPC (`status` is four, the waits poll); errors are one line on stderr and a non-zero exit
+// (kExitCodes below, docs/errors.md). Long transfers and waits draw a progress line on stderr
+// when it is a terminal (client/progress.h).
 #include <fcntl.h>
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,13 +18,19 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/complete.h"
+#include "client/progress.h"
+#include "ecd/tools/ecctl.pb.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/cxl/event_record.h"
 #include "lib/cxl/mailbox.h"
@@ -31,9 +39,45 @@
 namespace {
 
 namespace v1 = ecd::v1;
+namespace tools = ecd::tools;
 using ecd::FormatSize;
+using ecd::client::ProgressBar;
+using ecd::client::ProgressUnit;
 
 constexpr size_t kChunk = 1 << 20;
+
+// ---- exit codes: the one list; `ecctl --help` prints it and docs/errors.md repeats it.
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitEcd = 1,        // ecd answered with an error, could not be reached, or a job failed
+  kExitUsage = 2,      // bad flags or arguments
+  kExitLocalFile = 3,  // a local file could not be read or written
+  kExitDamage = 4,     // scrub left damage behind (with --check-only: found some)
+};
+
+struct ExitCodeDoc {
+  ExitCode code;
+  const char* meaning;
+};
+
+constexpr ExitCodeDoc kExitCodes[] = {
+    {kExitOk, "success"},
+    {kExitEcd,
+     "ecd answered with an error (the line names the gRPC code), ecd could not be reached, or a "
+     "waited-for rebuild job failed"},
+    {kExitUsage, "usage error: bad flags or arguments"},
+    {kExitLocalFile, "a local file could not be read or written"},
+    {kExitDamage, "scrub left damage behind (with --check-only: found some)"},
+};
+
+// The --help footer.
+std::string ExitStatusHelp() {
+  std::string text = "Exit status (every error is one line on stderr):\n";
+  for (const ExitCodeDoc& e : kExitCodes)
+    absl::StrAppend(&text, "  ", e.code, "  ", e.meaning, "\n");
+  return text + "See docs/errors.md for each error and how to recover from it.";
+}
 
 // A failure to report: one line, one exit code.
 struct Failure {
@@ -41,9 +85,17 @@ struct Failure {
   std::string message;
 };
 
+// Prints the one stderr line of a failure (newlines in messages from elsewhere become spaces).
+void ReportError(std::string message) {
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  std::fflush(stdout);
+  std::fprintf(stderr, "ecctl: %s\n", message.c_str());
+}
+
 struct Globals {
   std::string addr = "127.0.0.1:7400";
   bool json = false;
+  bool quiet = false;
   double timeout = 0;
 };
 
@@ -120,7 +172,7 @@ class Client {
          absl::StrContains(message, "Connection reset"))) {
       message = absl::StrCat(message, " (is ecd running at ", g_.addr, "?)");
     }
-    throw Failure{1, absl::StrCat(what, ": ", CodeName(s.error_code()), ": ", message)};
+    throw Failure{kExitEcd, absl::StrCat(what, ": ", CodeName(s.error_code()), ": ", message)};
   }
 
   v1::Objects::Stub& objects() { return *objects_; }
@@ -128,6 +180,12 @@ class Client {
   v1::Rebuilds::Stub& rebuilds() { return *rebuilds_; }
   v1::Cxl::Stub& cxl() { return *cxl_; }
   const Globals& globals() const { return g_; }
+
+  // A progress line on stderr, drawn when stderr is a terminal and --quiet is not given.
+  ProgressBar Progress(std::string label, ProgressUnit unit) const {
+    return ProgressBar(stderr, ecd::client::ProgressWanted(g_.quiet), std::move(label),
+                       std::move(unit));
+  }
 
  private:
   const Globals& g_;
@@ -151,13 +209,14 @@ const char* StateName(v1::DeviceState s) {
   }
 }
 
-void PrintJson(const google::protobuf::Message& m) {
+// Every --json document: protobuf's JSON mapping, proto field names, every field present.
+void PrintJson(const google::protobuf::Message& m, FILE* to = stdout) {
   std::string out;
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
   options.always_print_primitive_fields = true;
   (void)google::protobuf::util::MessageToJsonString(m, &out, options);
-  std::printf("%s\n", out.c_str());
+  std::fprintf(to, "%s\n", out.c_str());
 }
 
 const char* MatrixName(v1::MatrixType t) {
@@ -170,13 +229,34 @@ std::string Shape(const v1::ObjectInfo& o) {
 
 // ---- encode
 
+// The size of the regular file open as `fd`; 0 (unknown) for a pipe or a terminal.
+uint64_t FileSize(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+// Opens `file` ("-": stdin) for reading; exit code 3 if it cannot be.
+int OpenInput(const std::string& file) {
+  const int fd = file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw Failure{kExitLocalFile, absl::StrCat("cannot open ", file, ": ", std::strerror(errno))};
+  }
+  return fd;
+}
+
+void CloseInput(int fd) {
+  if (fd != STDIN_FILENO) ::close(fd);
+}
+
 // Streams the bytes of `fd` (named `file` in errors) as the data of `request`s, the first of which
-// also carries the header already set in `request`. A file with no bytes sends the header
-// alone. Stops early if the server ends the stream (Finish then says why); cancels the call and
-// throws on a read error.
+// also carries the header already set in `request`, and shows the bytes sent on `progress`. A
+// file with no bytes sends the header alone. Stops early if the server ends the stream (Finish
+// then says why); cancels the call and throws on a read error.
 template <typename Request, typename Writer>
 void StreamFile(int fd, const std::string& file, Request& request, Writer& writer,
-                grpc::ClientContext& context) {
+                grpc::ClientContext& context, ProgressBar& progress) {
+  const uint64_t total = FileSize(fd);
+  uint64_t sent = 0;
   std::string buffer(kChunk, '\0');
   for (;;) {
     ssize_t n = ::read(fd, buffer.data(), buffer.size());
@@ -184,50 +264,69 @@ void StreamFile(int fd, const std::string& file, Request& request, Writer& write
     if (n < 0) {
       const int err = errno;
       context.TryCancel();
-      throw Failure{3, absl::StrCat("read ", file, ": ", std::strerror(err))};
+      throw Failure{kExitLocalFile, absl::StrCat("read ", file, ": ", std::strerror(err))};
     }
     if (n == 0) break;
     request.set_data(buffer.data(), static_cast<size_t>(n));
     if (!writer.Write(request)) return;
     request.Clear();
+    sent += static_cast<uint64_t>(n);
+    progress.Update(sent, total);
   }
   if (request.has_header()) writer.Write(request);
 }
 
-void Encode(Client& c, const std::string& file, std::string name, uint32_t m, uint32_t k,
-            const std::string& matrix, const std::string& block_size) {
-  if (name.empty()) {
-    if (file == "-") throw Failure{2, "encode from stdin needs --name"};
-    name = std::filesystem::path(file).filename().string();
+// The options of `ecctl encode`.
+struct EncodeArgs {
+  std::string file;
+  std::string name;
+  uint32_t m = 0;
+  uint32_t k = 0;
+  std::string matrix = "cauchy";
+  std::string block_size;
+};
+
+// The header of an encode; exit code 2 for a bad --matrix or --block-size.
+v1::EncodeHeader EncodeHeaderOf(const EncodeArgs& a) {
+  v1::EncodeHeader h;
+  h.set_name(a.name);
+  if (h.name().empty()) {
+    if (a.file == "-") throw Failure{kExitUsage, "encode from stdin needs --name"};
+    h.set_name(std::filesystem::path(a.file).filename().string());
   }
-  v1::EncodeRequest first;
-  v1::EncodeHeader* h = first.mutable_header();
-  h->set_name(name);
-  h->set_data_blocks(m);
-  h->set_parity_blocks(k);
-  if (matrix == "cauchy") {
-    h->set_matrix(v1::MATRIX_TYPE_CAUCHY);
-  } else if (matrix == "vandermonde") {
-    h->set_matrix(v1::MATRIX_TYPE_VANDERMONDE);
+  h.set_data_blocks(a.m);
+  h.set_parity_blocks(a.k);
+  if (a.matrix == "cauchy") {
+    h.set_matrix(v1::MATRIX_TYPE_CAUCHY);
+  } else if (a.matrix == "vandermonde") {
+    h.set_matrix(v1::MATRIX_TYPE_VANDERMONDE);
   } else {
-    throw Failure{2, absl::StrCat("--matrix must be cauchy or vandermonde, not \"", matrix, "\"")};
+    throw Failure{kExitUsage,
+                  absl::StrCat("--matrix must be cauchy or vandermonde, not \"", a.matrix, "\"")};
   }
-  if (!block_size.empty()) {
-    absl::StatusOr<uint64_t> bs = ecd::ParseSize(block_size);
-    if (!bs.ok()) throw Failure{2, absl::StrCat("--block-size: ", bs.status().message())};
-    h->set_block_size(*bs);
+  if (!a.block_size.empty()) {
+    absl::StatusOr<uint64_t> bs = ecd::ParseSize(a.block_size);
+    if (!bs.ok()) throw Failure{kExitUsage, absl::StrCat("--block-size: ", bs.status().message())};
+    h.set_block_size(*bs);
   }
-  const int fd = file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Failure{3, absl::StrCat("cannot open ", file, ": ", std::strerror(errno))};
+  return h;
+}
+
+void Encode(Client& c, const EncodeArgs& a) {
+  v1::EncodeRequest request;
+  *request.mutable_header() = EncodeHeaderOf(a);
+  const std::string name = request.header().name();
+  const int fd = OpenInput(a.file);
 
   auto context = c.Context();
   v1::EncodeResponse response;
   auto writer = c.objects().Encode(context.get(), &response);
-  v1::EncodeRequest request = std::move(first);
-  StreamFile(fd, file, request, *writer, *context);
-  if (fd != STDIN_FILENO) ::close(fd);
+  ProgressBar progress = c.Progress(absl::StrCat("encode ", name), ProgressUnit::Bytes());
+  StreamFile(fd, a.file, request, *writer, *context, progress);
+  CloseInput(fd);
   writer->WritesDone();
   c.Check(writer->Finish(), absl::StrCat("encode ", name));
+  progress.Clear();
   if (c.globals().json) return PrintJson(response);
   const v1::ObjectInfo& o = response.object();
   std::printf("encoded %s: %s in %llu stripes of %s x %s (%s)\n", o.name().c_str(),
@@ -242,135 +341,203 @@ struct Streamed {
   uint64_t version = 0;  // The object version the bytes come from (0: not told).
 };
 
-// Writes a stream of ReadResponse into `out` ("-": stdout) through a partial file that is
-// fsynced and renamed into place only when the stream ends OK, so no partial or unchecked
-// bytes are ever left under `out`.
-Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& context,
-                    grpc::ClientReader<v1::ReadResponse>& stream, const std::string& out) {
-  const bool to_stdout = out == "-";
-  std::string partial;
-  int fd = STDOUT_FILENO;
-  if (!to_stdout) {
-    std::filesystem::path target(out);
-    partial = (target.parent_path() /
-               absl::StrCat(".", target.filename().string(), ".partial-", ::getpid()))
-                  .string();
-    fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-      throw Failure{3, absl::StrCat("cannot create ", partial, ": ", std::strerror(errno))};
-  }
-  auto discard = [&] {
-    if (!to_stdout) {
-      ::close(fd);
-      ::unlink(partial.c_str());
+// The bytes of a read ask for: [offset, offset + length) of an object (length 0: to the end).
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// How many bytes a read of `range` from an object of `size` bytes delivers.
+uint64_t ExpectedBytes(uint64_t size, const ByteRange& range) {
+  if (range.offset >= size) return 0;
+  const uint64_t rest = size - range.offset;
+  return range.length == 0 ? rest : std::min(range.length, rest);
+}
+
+// Where a streamed read's bytes go: stdout, or a partial file beside `out` that is fsynced and
+// renamed into place only by Commit, so no partial or unchecked bytes are ever left under `out`.
+// A destination not committed removes its partial file.
+class Destination {
+ public:
+  explicit Destination(const std::string& out) : out_(out) {
+    if (to_stdout()) return;
+    const std::filesystem::path target(out);
+    partial_ = (target.parent_path() /
+                absl::StrCat(".", target.filename().string(), ".partial-", ::getpid()))
+                   .string();
+    fd_ = ::open(partial_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      throw Failure{kExitLocalFile,
+                    absl::StrCat("cannot create ", partial_, ": ", std::strerror(errno))};
     }
-  };
-  v1::ReadResponse chunk;
-  uint64_t total = 0;
-  uint32_t reconstructed = 0;
-  uint64_t version = 0;
-  while (stream.Read(&chunk)) {
-    if (version == 0) version = chunk.object_version();
-    reconstructed += chunk.reconstructed_blocks();
-    const std::string& d = chunk.data();
+  }
+  ~Destination() {
+    if (to_stdout() || committed_) return;
+    ::close(fd_);
+    ::unlink(partial_.c_str());
+  }
+  Destination(const Destination&) = delete;
+  Destination& operator=(const Destination&) = delete;
+
+  bool to_stdout() const { return out_ == "-"; }
+
+  // Writes all of `data`; false (errno set) on an error.
+  bool Write(const std::string& data) {
     size_t at = 0;
-    while (at < d.size()) {
-      ssize_t n = ::write(fd, d.data() + at, d.size() - at);
+    while (at < data.size()) {
+      const ssize_t n = ::write(fd_, data.data() + at, data.size() - at);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        const int err = errno;
-        context.TryCancel();
-        discard();
-        throw Failure{3, absl::StrCat("write ", out, ": ", std::strerror(err))};
-      }
+      if (n < 0) return false;
       at += static_cast<size_t>(n);
     }
-    total += d.size();
+    return true;
   }
-  grpc::Status status = stream.Finish();
-  if (!status.ok()) {
-    discard();  // Never leave partial or unchecked bytes under the output name.
-    c.Check(status, what);
+
+  // Makes the bytes written durable under `out`; exit code 3 if that fails.
+  void Commit() {
+    if (to_stdout()) return;
+    if (::fsync(fd_) != 0 || ::close(fd_) != 0) Fail("write ");
+    committed_ = true;  // Closed: only the partial file is left to remove on failure.
+    if (::rename(partial_.c_str(), out_.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(partial_.c_str());
+      throw Failure{kExitLocalFile, absl::StrCat("rename to ", out_, ": ", std::strerror(err))};
+    }
+    SyncDirectory();
   }
-  if (!to_stdout) {
-    if (::fsync(fd) != 0 || ::close(fd) != 0) {
-      const int err = errno;
-      ::unlink(partial.c_str());
-      throw Failure{3, absl::StrCat("write ", out, ": ", std::strerror(err))};
-    }
-    if (::rename(partial.c_str(), out.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(partial.c_str());
-      throw Failure{3, absl::StrCat("rename to ", out, ": ", std::strerror(err))};
-    }
-    // The new name must survive a crash too: sync the directory that holds it.
-    std::string dir = std::filesystem::path(out).parent_path().string();
+
+ private:
+  [[noreturn]] void Fail(const char* what) {
+    const int err = errno;
+    ::unlink(partial_.c_str());
+    committed_ = true;  // Nothing left to clean up.
+    throw Failure{kExitLocalFile, absl::StrCat(what, out_, ": ", std::strerror(err))};
+  }
+
+  // The new name must survive a crash too: sync the directory that holds it.
+  void SyncDirectory() {
+    std::string dir = std::filesystem::path(out_).parent_path().string();
     if (dir.empty()) dir = std::string(".");
     const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir_fd < 0 || ::fsync(dir_fd) != 0) {
       const int err = errno;
       if (dir_fd >= 0) ::close(dir_fd);
-      throw Failure{3, absl::StrCat("sync directory of ", out, ": ", std::strerror(err))};
+      throw Failure{kExitLocalFile,
+                    absl::StrCat("sync directory of ", out_, ": ", std::strerror(err))};
     }
     ::close(dir_fd);
   }
-  return Streamed{total, reconstructed, version};
+
+  const std::string out_;
+  std::string partial_;
+  int fd_ = STDOUT_FILENO;
+  bool committed_ = false;
+};
+
+// Writes a stream of ReadResponse for `range` into `out` ("-": stdout), showing the bytes on
+// `progress`; never leaves partial or unchecked bytes under `out`.
+Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& context,
+                    grpc::ClientReader<v1::ReadResponse>& stream, const std::string& out,
+                    const ByteRange& range, ProgressBar& progress) {
+  Destination destination(out);
+  Streamed got;
+  uint64_t expected = 0;
+  v1::ReadResponse chunk;
+  while (stream.Read(&chunk)) {
+    if (got.version == 0) got.version = chunk.object_version();
+    if (chunk.object_size() > 0) expected = ExpectedBytes(chunk.object_size(), range);
+    got.reconstructed += chunk.reconstructed_blocks();
+    if (!destination.Write(chunk.data())) {
+      const int err = errno;
+      context.TryCancel();
+      throw Failure{kExitLocalFile, absl::StrCat("write ", out, ": ", std::strerror(err))};
+    }
+    got.bytes += chunk.data().size();
+    progress.Update(got.bytes, expected);
+  }
+  c.Check(stream.Finish(), what);
+  destination.Commit();
+  return got;
 }
+
+// The summary of a read or block get goes to stderr when the bytes go to stdout.
+FILE* SummaryStream(const std::string& out) { return out == "-" ? stderr : stdout; }
 
 // ---- read
 
-void Read(Client& c, const std::string& name, const std::string& out, const std::string& offset,
-          const std::string& length) {
+// The options of `ecctl read`.
+struct ReadArgs {
+  std::string name;
+  std::string out;
+  std::string offset;
+  std::string length;
+};
+
+// Parses a size option that may be empty (0); exit code 2 if it is not a size.
+uint64_t OptionalSize(const char* flag, const std::string& text) {
+  if (text.empty()) return 0;
+  absl::StatusOr<uint64_t> v = ecd::ParseSize(text);
+  if (!v.ok()) throw Failure{kExitUsage, absl::StrCat(flag, ": ", v.status().message())};
+  return *v;
+}
+
+void Read(Client& c, const ReadArgs& a) {
+  const ByteRange range{OptionalSize("--offset", a.offset), OptionalSize("--length", a.length)};
   v1::ReadRequest request;
-  request.set_name(name);
-  for (auto [text, setter] : {std::pair<const std::string*, void (v1::ReadRequest::*)(uint64_t)>{
-                                  &offset, &v1::ReadRequest::set_offset},
-                              {&length, &v1::ReadRequest::set_length}}) {
-    if (text->empty()) continue;
-    absl::StatusOr<uint64_t> v = ecd::ParseSize(*text);
-    if (!v.ok()) throw Failure{2, std::string(v.status().message())};
-    (request.*setter)(*v);
-  }
+  request.set_name(a.name);
+  request.set_offset(range.offset);
+  request.set_length(range.length);
   auto context = c.Context();
   auto reader = c.objects().Read(context.get(), request);
-  const Streamed got = SaveStream(c, absl::StrCat("read ", name), *context, *reader, out);
-  const bool to_stdout = out == "-";
-  const uint64_t total = got.bytes;
-  const uint32_t reconstructed = got.reconstructed;
+  ProgressBar progress = c.Progress(absl::StrCat("read ", a.name), ProgressUnit::Bytes());
+  const Streamed got =
+      SaveStream(c, absl::StrCat("read ", a.name), *context, *reader, a.out, range, progress);
+  progress.Clear();
   if (c.globals().json) {
-    std::fprintf(to_stdout ? stderr : stdout,
-                 "{\"name\":\"%s\",\"bytes\":\"%llu\",\"reconstructed_blocks\":%u,"
-                 "\"version\":\"%llu\"}\n",
-                 name.c_str(), static_cast<unsigned long long>(total), reconstructed,
-                 static_cast<unsigned long long>(got.version));
-    return;
+    tools::ReadResult result;
+    result.set_name(a.name);
+    result.set_bytes(got.bytes);
+    result.set_reconstructed_blocks(got.reconstructed);
+    result.set_version(got.version);
+    return PrintJson(result, SummaryStream(a.out));
   }
-  std::fprintf(to_stdout ? stderr : stdout, "read %s: %s -> %s (%u blocks reconstructed)\n",
-               name.c_str(), FormatSize(total).c_str(), out.c_str(), reconstructed);
+  std::fprintf(SummaryStream(a.out), "read %s: %s -> %s (%u blocks reconstructed)\n",
+               a.name.c_str(), FormatSize(got.bytes).c_str(), a.out.c_str(), got.reconstructed);
 }
 
 // ---- block get
 
-void BlockGet(Client& c, const std::string& name, uint64_t stripe, uint32_t index,
-              const std::string& out) {
+// The options of `ecctl block get`.
+struct BlockGetArgs {
+  std::string name;
+  uint64_t stripe = 0;
+  uint32_t index = 0;
+  std::string out;
+};
+
+void BlockGet(Client& c, const BlockGetArgs& a) {
   v1::GetBlockRequest request;
-  request.set_name(name);
-  request.set_stripe(stripe);
-  request.set_index(index);
+  request.set_name(a.name);
+  request.set_stripe(a.stripe);
+  request.set_index(a.index);
   auto context = c.Context();
   auto reader = c.objects().GetBlock(context.get(), request);
-  const std::string what = absl::StrCat("block get ", name, " stripe ", stripe, " index ", index);
-  const Streamed got = SaveStream(c, what, *context, *reader, out);
-  FILE* to = out == "-" ? stderr : stdout;
+  const std::string what =
+      absl::StrCat("block get ", a.name, " stripe ", a.stripe, " index ", a.index);
+  ProgressBar progress = c.Progress(what, ProgressUnit::Bytes());
+  const Streamed got = SaveStream(c, what, *context, *reader, a.out, ByteRange{}, progress);
+  progress.Clear();
   if (c.globals().json) {
-    std::fprintf(to,
-                 "{\"name\":\"%s\",\"stripe\":\"%llu\",\"index\":%u,\"bytes\":\"%llu\","
-                 "\"reconstructed\":%s}\n",
-                 name.c_str(), static_cast<unsigned long long>(stripe), index,
-                 static_cast<unsigned long long>(got.bytes), got.reconstructed ? "true" : "false");
-    return;
+    tools::BlockGetResult result;
+    result.set_name(a.name);
+    result.set_stripe(a.stripe);
+    result.set_index(a.index);
+    result.set_bytes(got.bytes);
+    result.set_reconstructed(got.reconstructed > 0);
+    return PrintJson(result, SummaryStream(a.out));
   }
-  std::fprintf(to, "%s: %s -> %s%s\n", what.c_str(), FormatSize(got.bytes).c_str(), out.c_str(),
+  std::fprintf(SummaryStream(a.out), "%s: %s -> %s%s\n", what.c_str(),
+               FormatSize(got.bytes).c_str(), a.out.c_str(),
                got.reconstructed ? " (the stored copy was bad: rebuilt from its stripe)" : "");
 }
 
@@ -381,19 +548,14 @@ void Recover(Client& c, const std::string& name) {
   request.set_name(name);
   auto context = c.Context();
   auto reader = c.objects().Recover(context.get(), request);
+  ProgressBar progress = c.Progress(absl::StrCat("recover ", name), ProgressUnit::Items("stripes"));
   v1::RecoverProgress p, last;
-  const bool tty = ::isatty(STDERR_FILENO);
   while (reader->Read(&p)) {
     last = p;
-    if (tty && !p.done()) {
-      std::fprintf(stderr, "\rrecovering %s: %llu/%llu stripes, %llu blocks rebuilt", name.c_str(),
-                   static_cast<unsigned long long>(p.stripes_done()),
-                   static_cast<unsigned long long>(p.stripes_total()),
-                   static_cast<unsigned long long>(p.blocks_rebuilt()));
-    }
+    progress.Update(p.stripes_done(), p.stripes_total());
   }
-  if (tty) std::fprintf(stderr, "\r\033[K");
   c.Check(reader->Finish(), absl::StrCat("recover ", name));
+  progress.Clear();
   if (c.globals().json) return PrintJson(last);
   std::printf("recovered %s: %llu stripes checked, %llu blocks rebuilt (%s)\n", name.c_str(),
               static_cast<unsigned long long>(last.stripes_done()),
@@ -410,56 +572,66 @@ std::string Findings(const v1::ScrubFindings& f) {
                       f.blocks_repaired(), " blocks repaired, ", f.lost_stripes(), " stripes lost");
 }
 
-// Exit code of a scrub that left damage behind (or, checking only, found some).
-constexpr int kScrubFoundDamage = 4;
+// The options of `ecctl scrub`.
+struct ScrubArgs {
+  std::string name;  // Empty: every object.
+  bool check_only = false;
+  std::string rate;
+  bool status = false;
+};
 
-void Scrub(Client& c, const std::string& name, bool check_only, const std::string& rate_text) {
-  v1::ScrubRequest request;
-  request.set_name(name);
-  request.set_check_only(check_only);
-  if (!rate_text.empty()) {
-    absl::StatusOr<uint64_t> rate = ecd::ParseSize(rate_text);
-    if (!rate.ok()) throw Failure{2, absl::StrCat("--rate: ", rate.status().message())};
-    request.set_rate_bytes_per_sec(*rate);
+// The bytes of every block a scrub of `name` (empty: every object) reads; 0 if unknown.
+uint64_t ScrubBytes(Client& c, const std::string& name) {
+  v1::ListResponse response;
+  auto context = c.Context();
+  if (!c.objects().List(context.get(), v1::ListRequest(), &response).ok()) return 0;
+  uint64_t total = 0;
+  for (const v1::ObjectInfo& o : response.objects()) {
+    if (!name.empty() && o.name() != name) continue;
+    total += o.stripe_count() * (o.data_blocks() + o.parity_blocks()) * o.block_size();
   }
-  const std::string what = name.empty() ? "every object" : name;
+  return total;
+}
+
+// Exit code 4 (and the one line) when a scrub left damage behind or, checking only, found some.
+void ThrowIfDamage(const v1::ScrubProgress& last, bool check_only) {
+  const v1::ScrubFindings& f = last.found();
+  if (last.objects_failed() > 0) {
+    throw Failure{kExitDamage, absl::StrCat("scrub: ", last.objects_failed(),
+                                            " objects are still damaged (first: ", last.errors(0),
+                                            "); see docs/errors.md (DATA_LOSS)")};
+  }
+  if (check_only && f.blocks_corrupt() + f.blocks_unreadable() + f.parity_mismatches() > 0) {
+    throw Failure{kExitDamage,
+                  "scrub --check-only found damage and repaired nothing; run `ecctl scrub` "
+                  "to repair it"};
+  }
+}
+
+void Scrub(Client& c, const ScrubArgs& a) {
+  v1::ScrubRequest request;
+  request.set_name(a.name);
+  request.set_check_only(a.check_only);
+  request.set_rate_bytes_per_sec(OptionalSize("--rate", a.rate));
+  const std::string what = a.name.empty() ? "every object" : a.name;
+  ProgressBar progress = c.Progress(absl::StrCat("scrub ", what), ProgressUnit::Bytes());
+  const uint64_t total = progress.enabled() ? ScrubBytes(c, a.name) : 0;
   auto context = c.Context();
   auto reader = c.objects().Scrub(context.get(), request);
   v1::ScrubProgress p, last;
-  const bool tty = ::isatty(STDERR_FILENO);
   while (reader->Read(&p)) {
     last = p;
-    if (tty && !p.done()) {
-      std::fprintf(stderr, "\r\033[Kscrubbing %s: %llu/%llu objects, %s checked, %llu bad",
-                   p.current().empty() ? what.c_str() : p.current().c_str(),
-                   static_cast<unsigned long long>(p.objects_done()),
-                   static_cast<unsigned long long>(p.objects_total()),
-                   FormatSize(p.found().bytes_checked()).c_str(),
-                   static_cast<unsigned long long>(p.found().blocks_corrupt() +
-                                                   p.found().blocks_unreadable() +
-                                                   p.found().parity_mismatches()));
-    }
+    progress.Update(p.found().bytes_checked(), total);
   }
-  if (tty) std::fprintf(stderr, "\r\033[K");
   c.Check(reader->Finish(), absl::StrCat("scrub ", what));
+  progress.Clear();
   if (c.globals().json) {
     PrintJson(last);
   } else {
     std::printf("scrubbed %llu objects: %s\n", static_cast<unsigned long long>(last.objects_done()),
                 Findings(last.found()).c_str());
   }
-  const v1::ScrubFindings& f = last.found();
-  if (last.objects_failed() > 0) {
-    throw Failure{kScrubFoundDamage,
-                  absl::StrCat("scrub: ", last.objects_failed(),
-                               " objects are still damaged (first: ", last.errors(0),
-                               "); see docs/errors.md (DATA_LOSS)")};
-  }
-  if (check_only && f.blocks_corrupt() + f.blocks_unreadable() + f.parity_mismatches() > 0) {
-    throw Failure{kScrubFoundDamage,
-                  "scrub --check-only found damage and repaired nothing; run `ecctl scrub` "
-                  "to repair it"};
-  }
+  ThrowIfDamage(last, a.check_only);
 }
 
 void ScrubStatus(Client& c) {
@@ -505,7 +677,7 @@ void ScrubStatus(Client& c) {
 // The bytes of a hex string ("" is none); exit code 2 for anything but pairs of hex digits.
 std::string DecodeHex(const std::string& hex) {
   if (hex.size() % 2 != 0) {
-    throw Failure{2, "--data-hex needs an even number of hex digits (two per byte)"};
+    throw Failure{kExitUsage, "--data-hex needs an even number of hex digits (two per byte)"};
   }
   std::string out;
   for (size_t i = 0; i < hex.size(); i += 2) {
@@ -516,8 +688,8 @@ std::string DecodeHex(const std::string& hex) {
                     : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
                                              : -1;
       if (v < 0) {
-        throw Failure{2, absl::StrCat("--data-hex: \"", std::string(1, ch),
-                                      "\" is not a hex digit (use 0-9, a-f)")};
+        throw Failure{kExitUsage, absl::StrCat("--data-hex: \"", std::string(1, ch),
+                                               "\" is not a hex digit (use 0-9, a-f)")};
       }
       byte = byte * 16 + v;
     }
@@ -526,41 +698,50 @@ std::string DecodeHex(const std::string& hex) {
   return out;
 }
 
+// The options of `ecctl update`.
+struct UpdateArgs {
+  std::string name;
+  std::string offset;
+  std::string file;
+  std::string data_hex;
+  bool hex_given = false;
+  bool append = false;
+};
+
 // Overwrites [offset, offset + n) of an object with a file's bytes (or --data-hex), as one
 // new version; prints the new version and size.
-void Update(Client& c, const std::string& name, const std::string& offset_text,
-            const std::string& file, const std::string& hex, bool hex_given, bool append) {
-  if (file.empty() == !hex_given) {
-    throw Failure{2, "update needs exactly one of --file F (\"-\" for stdin) or --data-hex HEX"};
+void Update(Client& c, const UpdateArgs& a) {
+  if (a.file.empty() == !a.hex_given) {
+    throw Failure{kExitUsage,
+                  "update needs exactly one of --file F (\"-\" for stdin) or --data-hex HEX"};
   }
-  absl::StatusOr<uint64_t> offset = ecd::ParseSize(offset_text);
-  if (!offset.ok()) throw Failure{2, absl::StrCat("--offset: ", offset.status().message())};
-  const std::string inline_bytes = hex_given ? DecodeHex(hex) : std::string();
-  int fd = -1;
-  if (!hex_given) {
-    fd = file == "-" ? STDIN_FILENO : ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw Failure{3, absl::StrCat("cannot open ", file, ": ", std::strerror(errno))};
-  }
+  absl::StatusOr<uint64_t> offset = ecd::ParseSize(a.offset);
+  if (!offset.ok())
+    throw Failure{kExitUsage, absl::StrCat("--offset: ", offset.status().message())};
+  const std::string inline_bytes = a.hex_given ? DecodeHex(a.data_hex) : std::string();
+  const int fd = a.hex_given ? -1 : OpenInput(a.file);
   v1::UpdateRequest request;
   v1::UpdateHeader* h = request.mutable_header();
-  h->set_name(name);
+  h->set_name(a.name);
   h->set_offset(*offset);
-  h->set_append(append);
+  h->set_append(a.append);
 
   auto context = c.Context();
   v1::UpdateResponse response;
   auto writer = c.objects().Update(context.get(), &response);
-  if (hex_given) {
+  ProgressBar progress = c.Progress(absl::StrCat("update ", a.name), ProgressUnit::Bytes());
+  if (a.hex_given) {
     request.set_data(inline_bytes);
     writer->Write(request);  // if the server ended the stream early, Finish says why
   } else {
     // On a read error the stream is cancelled: the daemon drops the new extents and the old
     // version stays.
-    StreamFile(fd, file, request, *writer, *context);
-    if (fd != STDIN_FILENO) ::close(fd);
+    StreamFile(fd, a.file, request, *writer, *context, progress);
+    CloseInput(fd);
   }
   writer->WritesDone();
-  c.Check(writer->Finish(), absl::StrCat("update ", name));
+  c.Check(writer->Finish(), absl::StrCat("update ", a.name));
+  progress.Clear();
   if (c.globals().json) return PrintJson(response);
   const v1::ObjectInfo& o = response.object();
   std::printf("updated %s: %llu bytes at offset %llu; now version %llu, %s (%llu bytes)\n",
@@ -639,10 +820,15 @@ void Remove(Client& c, const std::string& name) {
 
 // ---- devices
 
-void DeviceList(Client& c) {
+v1::ListDevicesResponse ListDevices(Client& c) {
   v1::ListDevicesResponse response;
   auto context = c.Context();
   c.Check(c.devices().List(context.get(), v1::ListDevicesRequest(), &response), "device ls");
+  return response;
+}
+
+void DeviceList(Client& c) {
+  const v1::ListDevicesResponse response = ListDevices(c);
   if (c.globals().json) return PrintJson(response);
   std::printf("%-4s %-7s %11s %11s %11s %8s  %s\n", "ID", "STATE", "SIZE", "USED", "FREE", "BLOCKS",
               "PATH");
@@ -654,10 +840,16 @@ void DeviceList(Client& c) {
   }
 }
 
-void RebuildList(Client& c) {
+// Running and queued jobs first, then the newest finished ones.
+v1::ListRebuildsResponse ListJobs(Client& c) {
   v1::ListRebuildsResponse response;
   auto context = c.Context();
   c.Check(c.rebuilds().List(context.get(), v1::ListRebuildsRequest(), &response), "rebuild ls");
+  return response;
+}
+
+void RebuildList(Client& c) {
+  const v1::ListRebuildsResponse response = ListJobs(c);
   if (c.globals().json) return PrintJson(response);
   std::printf("%-5s %-16s %-8s %-4s %9s %8s %10s  %s\n", "ID", "KIND", "STATE", "DEV", "OBJECTS",
               "MOVED", "BYTES", "REASON / ERROR");
@@ -671,13 +863,92 @@ void RebuildList(Client& c) {
   }
 }
 
-void RebuildGet(Client& c, uint64_t id) {
+v1::RebuildJob GetJob(Client& c, uint64_t id) {
   v1::GetRebuildRequest request;
   request.set_id(id);
   v1::RebuildJob job;
   auto context = c.Context();
   c.Check(c.rebuilds().Get(context.get(), request, &job), absl::StrCat("rebuild get ", id));
-  PrintJson(job);
+  return job;
+}
+
+void RebuildGet(Client& c, uint64_t id) { PrintJson(GetJob(c, id)); }
+
+// ---- rebuild waits
+
+constexpr absl::Duration kPollInterval = absl::Milliseconds(200);
+
+bool Finished(const v1::RebuildJob& j) { return j.state() == "done" || j.state() == "failed"; }
+
+bool AllFinished(const v1::ListRebuildsResponse& jobs) {
+  return std::all_of(jobs.jobs().begin(), jobs.jobs().end(), Finished);
+}
+
+// The ids of the jobs queued or running now.
+std::vector<uint64_t> ActiveJobIds(Client& c) {
+  std::vector<uint64_t> ids;
+  const v1::ListRebuildsResponse jobs = ListJobs(c);
+  for (const v1::RebuildJob& j : jobs.jobs()) {
+    if (!Finished(j)) ids.push_back(j.id());
+  }
+  return ids;
+}
+
+// Polls the jobs `ids` until every one has finished, showing the objects they have done on a
+// progress line; gives up with DEADLINE_EXCEEDED after --timeout seconds (0: never).
+v1::ListRebuildsResponse WaitForJobs(Client& c, const std::vector<uint64_t>& ids,
+                                     const std::string& label) {
+  ProgressBar progress = c.Progress(label, ProgressUnit::Items("objects"));
+  const double timeout = c.globals().timeout;
+  const absl::Time deadline =
+      timeout > 0 ? absl::Now() + absl::Seconds(timeout) : absl::InfiniteFuture();
+  for (;;) {
+    v1::ListRebuildsResponse now;
+    uint64_t done = 0, total = 0;
+    for (uint64_t id : ids) {
+      *now.add_jobs() = GetJob(c, id);
+      done += now.jobs().rbegin()->objects_done();
+      total += now.jobs().rbegin()->objects_total();
+    }
+    progress.Update(done, total);
+    if (AllFinished(now)) return now;
+    if (absl::Now() >= deadline) {
+      throw Failure{kExitEcd, absl::StrCat(label, ": DEADLINE_EXCEEDED: still running after ",
+                                           timeout, " s (ecctl rebuild ls)")};
+    }
+    absl::SleepFor(kPollInterval);
+  }
+}
+
+// Exit code 1 with the one line when a job failed.
+void ThrowIfJobFailed(const v1::ListRebuildsResponse& jobs) {
+  for (const v1::RebuildJob& j : jobs.jobs()) {
+    if (j.state() == "failed") {
+      throw Failure{kExitEcd, absl::StrCat("rebuild job ", j.id(), " (", j.kind(),
+                                           ") failed: ", j.error(), "; see docs/cxl.md")};
+    }
+  }
+}
+
+// "rebuild job 3" or "rebuild jobs 3,4".
+std::string JobsLabel(const std::vector<uint64_t>& ids) {
+  return absl::StrCat(ids.size() == 1 ? "rebuild job " : "rebuild jobs ", absl::StrJoin(ids, ","));
+}
+
+void RebuildWait(Client& c, std::vector<uint64_t> ids) {
+  if (ids.empty()) ids = ActiveJobIds(c);
+  const v1::ListRebuildsResponse jobs = WaitForJobs(c, ids, JobsLabel(ids));
+  ThrowIfJobFailed(jobs);
+  if (c.globals().json) return PrintJson(jobs);
+  if (ids.empty()) std::printf("no rebuild jobs queued or running\n");
+  for (const v1::RebuildJob& j : jobs.jobs()) {
+    std::printf("rebuild job %llu (%s): %s; %llu/%llu objects, %llu blocks moved (%s)\n",
+                static_cast<unsigned long long>(j.id()), j.kind().c_str(), j.state().c_str(),
+                static_cast<unsigned long long>(j.objects_done()),
+                static_cast<unsigned long long>(j.objects_total()),
+                static_cast<unsigned long long>(j.blocks_moved()),
+                FormatSize(j.bytes_moved()).c_str());
+  }
 }
 
 v1::CxlLog ParseLog(const std::string& s) {
@@ -685,7 +956,8 @@ v1::CxlLog ParseLog(const std::string& s) {
   if (s == "warning" || s == "warn") return v1::CXL_LOG_WARNING;
   if (s == "failure" || s == "fail") return v1::CXL_LOG_FAILURE;
   if (s == "fatal") return v1::CXL_LOG_FATAL;
-  throw Failure{2, absl::StrCat("--log ", s, " is not informational, warning, failure or fatal")};
+  throw Failure{kExitUsage,
+                absl::StrCat("--log ", s, " is not informational, warning, failure or fatal")};
 }
 
 void CxlInject(Client& c, const v1::CxlInjectRequest& request) {
@@ -749,7 +1021,7 @@ void CxlPolicy(Client& c, uint32_t device, const std::vector<std::string>& sets)
     for (const std::string& s : sets) {  // LOG=MODE
       const size_t eq = s.find('=');
       if (eq == std::string::npos) {
-        throw Failure{2, absl::StrCat("--set ", s, " is not LOG=MODE (e.g. failure=msi)")};
+        throw Failure{kExitUsage, absl::StrCat("--set ", s, " is not LOG=MODE (e.g. failure=msi)")};
       }
       const std::string mode = s.substr(eq + 1);
       switch (ParseLog(s.substr(0, eq))) {
@@ -781,7 +1053,7 @@ std::string ReadAll(const std::string& path) {
     text << std::cin.rdbuf();
   } else {
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw Failure{3, absl::StrCat("cannot read ", path)};
+    if (!f) throw Failure{kExitLocalFile, absl::StrCat("cannot read ", path)};
     text << f.rdbuf();
   }
   return text.str();
@@ -806,8 +1078,9 @@ void CxlIngest(Client& c, const std::string& path, uint32_t device, const std::s
     }
   } else {
     if (data.empty() || data.size() % 128 != 0) {
-      throw Failure{3, absl::StrCat(path, " holds ", data.size(),
-                                    " bytes, not whole 128-byte records or JSON lines")};
+      throw Failure{kExitLocalFile,
+                    absl::StrCat(path, " holds ", data.size(),
+                                 " bytes, not whole 128-byte records or JSON lines")};
     }
     for (size_t off = 0; off < data.size(); off += 128)
       request.add_raw_records(data.substr(off, 128));
@@ -836,7 +1109,7 @@ void CxlStats(Client& c) {
 void CxlDecode(const std::string& path, const std::string& log) {
   const std::string data = ReadAll(path);
   if (data.empty() || data.size() % 128 != 0) {
-    throw Failure{3,
+    throw Failure{kExitLocalFile,
                   absl::StrCat(path, " holds ", data.size(), " bytes, not whole 128-byte records")};
   }
   // CXL_LOG_INFORMATIONAL..FATAL are 1..4; the device's log numbers are 0..3.
@@ -846,13 +1119,15 @@ void CxlDecode(const std::string& path, const std::string& log) {
     auto rec = ecd::cxl::DecodeRecord(
         absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(data.data()) + off, 128));
     if (!rec.ok()) {
-      throw Failure{1, absl::StrCat("record ", off / 128, ": ", rec.status().message())};
+      throw Failure{kExitEcd, absl::StrCat("record ", off / 128, ": ", rec.status().message())};
     }
     std::printf("%s\n", ecd::cxl::RecordToJson(*rec, log_name).c_str());
   }
 }
 
-void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
+// ---- device state
+
+v1::SetDeviceStateResponse SetDeviceState(Client& c, uint32_t id, v1::DeviceState state) {
   v1::SetDeviceStateRequest request;
   request.set_id(id);
   request.set_state(state);
@@ -863,116 +1138,364 @@ void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
                                                          : "online";
   c.Check(c.devices().SetState(context.get(), request, &response),
           absl::StrCat("device ", verb, " ", id));
+  return response;
+}
+
+// `device fail` and `device online`.
+void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
+  const v1::SetDeviceStateResponse response = SetDeviceState(c, id, state);
   if (c.globals().json) return PrintJson(response);
-  if (state == v1::DEVICE_STATE_FAILING) {
-    std::printf(
-        "device %u: evacuation queued (see ecctl rebuild ls); it becomes failed when empty\n", id);
-    return;
-  }
   std::printf("device %u is now %s\n", id, StateName(response.device().state()));
 }
 
-int Main(int argc, char** argv) {
-  Globals g;
-  CLI::App app{"ecctl: operate an ecd erasure-coding storage daemon"};
+// The evacuation job of device `id`: the running or queued one, else the newest finished one.
+uint64_t EvacuationJobOf(Client& c, uint32_t id) {
+  const v1::ListRebuildsResponse jobs = ListJobs(c);
+  for (const v1::RebuildJob& j : jobs.jobs()) {
+    if (j.kind() == "evacuate-device" && j.device() == id) return j.id();
+  }
+  throw Failure{kExitEcd, absl::StrCat("device evacuate ", id,
+                                       ": NOT_FOUND: no evacuation job for the device in "
+                                       "`ecctl rebuild ls`")};
+}
+
+v1::DeviceInfo DeviceOf(Client& c, uint32_t id) {
+  const v1::ListDevicesResponse devices = ListDevices(c);
+  for (const v1::DeviceInfo& d : devices.devices()) {
+    if (d.id() == id) return d;
+  }
+  throw Failure{kExitEcd, absl::StrCat("device ", id, ": NOT_FOUND (ecctl device ls)")};
+}
+
+// `device evacuate`: queues the evacuation and, with `wait`, polls its job until it is done.
+void Evacuate(Client& c, uint32_t id, bool wait) {
+  v1::SetDeviceStateResponse response = SetDeviceState(c, id, v1::DEVICE_STATE_FAILING);
+  if (wait) {
+    const uint64_t job = EvacuationJobOf(c, id);
+    ThrowIfJobFailed(WaitForJobs(c, {job}, absl::StrCat("evacuate device ", id)));
+    *response.mutable_device() = DeviceOf(c, id);
+  }
+  if (c.globals().json) return PrintJson(response);
+  if (wait) {
+    std::printf("device %u: evacuated, now %s with %llu blocks\n", id,
+                StateName(response.device().state()),
+                static_cast<unsigned long long>(response.device().blocks()));
+    return;
+  }
+  std::printf("device %u: evacuation queued (see ecctl rebuild ls); it becomes failed when empty\n",
+              id);
+}
+
+// ---- status
+
+constexpr int kRecentCxlJobs = 5;
+constexpr size_t kStatusWidth = 100;
+
+void AddDevices(Client& c, tools::Status& s) {
+  v1::ListDevicesResponse devices = ListDevices(c);
+  for (v1::DeviceInfo& d : *devices.mutable_devices()) {
+    d.clear_counters();
+    s.set_capacity_bytes(s.capacity_bytes() + d.size_bytes());
+    s.set_used_bytes(s.used_bytes() + d.used_bytes());
+    s.set_free_bytes(s.free_bytes() + d.free_bytes());
+    if (d.state() == v1::DEVICE_STATE_ONLINE) s.set_devices_online(s.devices_online() + 1);
+    if (d.state() == v1::DEVICE_STATE_FAILING) s.set_devices_failing(s.devices_failing() + 1);
+    if (d.state() == v1::DEVICE_STATE_FAILED) s.set_devices_failed(s.devices_failed() + 1);
+    *s.add_devices() = std::move(d);
+  }
+}
+
+void AddObjects(Client& c, tools::Status& s) {
+  v1::ListResponse response;
+  auto context = c.Context();
+  c.Check(c.objects().List(context.get(), v1::ListRequest(), &response), "ls");
+  for (const v1::ObjectInfo& o : response.objects()) {
+    s.set_objects(s.objects() + 1);
+    s.set_object_bytes(s.object_bytes() + o.size());
+    s.set_degraded_stripes(s.degraded_stripes() + o.degraded_stripes());
+    s.set_lost_stripes(s.lost_stripes() + o.lost_stripes());
+    if (o.degraded_stripes() + o.lost_stripes() > 0) {
+      s.set_degraded_objects(s.degraded_objects() + 1);
+    }
+  }
+}
+
+void AddRebuilds(Client& c, tools::Status& s) {
+  v1::ListRebuildsResponse jobs = ListJobs(c);
+  std::sort(jobs.mutable_jobs()->begin(), jobs.mutable_jobs()->end(),
+            [](const v1::RebuildJob& a, const v1::RebuildJob& b) { return a.id() > b.id(); });
+  for (const v1::RebuildJob& j : jobs.jobs()) {
+    if (!Finished(j)) *s.add_rebuilds() = j;
+    if (absl::StartsWith(j.reason(), "CXL: ") && s.recent_cxl_jobs_size() < kRecentCxlJobs) {
+      *s.add_recent_cxl_jobs() = j;
+    }
+  }
+  std::stable_partition(s.mutable_rebuilds()->begin(), s.mutable_rebuilds()->end(),
+                        [](const v1::RebuildJob& j) { return j.state() == "running"; });
+}
+
+void AddCxl(Client& c, tools::Status& s) {
+  v1::CxlStats response;
+  auto context = c.Context();
+  c.Check(c.cxl().GetStats(context.get(), v1::CxlStatsRequest(), &response), "cxl stats");
+  s.mutable_cxl_counters()->insert(response.counters().begin(), response.counters().end());
+}
+
+tools::Status CollectStatus(Client& c) {
+  tools::Status s;
+  AddDevices(c, s);
+  AddObjects(c, s);
+  AddRebuilds(c, s);
+  AddCxl(c, s);
+  return s;
+}
+
+void PrintStatusDevices(const tools::Status& s) {
+  std::printf("devices: %d (%u online, %u failing, %u failed); %s capacity, %s used, %s free\n",
+              s.devices_size(), s.devices_online(), s.devices_failing(), s.devices_failed(),
+              FormatSize(s.capacity_bytes()).c_str(), FormatSize(s.used_bytes()).c_str(),
+              FormatSize(s.free_bytes()).c_str());
+  std::printf("  %-4s %-8s %11s %11s %8s\n", "ID", "STATE", "CAPACITY", "USED", "BLOCKS");
+  for (const v1::DeviceInfo& d : s.devices()) {
+    std::printf("  %-4u %-8s %11s %11s %8llu\n", d.id(), StateName(d.state()),
+                FormatSize(d.size_bytes()).c_str(), FormatSize(d.used_bytes()).c_str(),
+                static_cast<unsigned long long>(d.blocks()));
+  }
+}
+
+void PrintStatusObjects(const tools::Status& s) {
+  std::printf("objects: %llu (%s); %llu degraded: %llu degraded stripes, %llu lost stripes\n",
+              static_cast<unsigned long long>(s.objects()), FormatSize(s.object_bytes()).c_str(),
+              static_cast<unsigned long long>(s.degraded_objects()),
+              static_cast<unsigned long long>(s.degraded_stripes()),
+              static_cast<unsigned long long>(s.lost_stripes()));
+}
+
+// "  3    evacuate-device running  dev 7  " and then its progress or its reason, cut to fit.
+std::string JobLine(const v1::RebuildJob& j) {
+  const std::string head =
+      absl::StrFormat("  %-4d %-16s %-8s dev %-3d ", j.id(), j.kind(), j.state(), j.device());
+  if (j.state() == "running") {
+    const double elapsed = (absl::ToUnixMillis(absl::Now()) - j.started_unix_ms()) / 1000.0;
+    return ecd::client::RenderProgress(head, ProgressUnit::Items("objects"), j.objects_done(),
+                                       j.objects_total(), std::max(elapsed, 0.0), kStatusWidth);
+  }
+  const std::string why = j.error().empty() ? j.reason() : j.error();
+  return (head + why).substr(0, kStatusWidth);
+}
+
+void PrintStatusJobs(const tools::Status& s) {
+  const auto running =
+      std::count_if(s.rebuilds().begin(), s.rebuilds().end(),
+                    [](const v1::RebuildJob& j) { return j.state() == "running"; });
+  std::printf("rebuild jobs: %lld running, %lld queued\n", static_cast<long long>(running),
+              static_cast<long long>(s.rebuilds_size() - running));
+  for (const v1::RebuildJob& j : s.rebuilds()) std::printf("%s\n", JobLine(j).c_str());
+}
+
+uint64_t Counter(const tools::Status& s, const std::string& name) {
+  auto it = s.cxl_counters().find(name);
+  return it == s.cxl_counters().end() ? 0 : it->second;
+}
+
+void PrintStatusCxl(const tools::Status& s) {
+  std::printf("CXL: %llu records; policy actions:",
+              static_cast<unsigned long long>(Counter(s, "records")));
+  for (const char* action : {"fail", "evacuate", "rebuild", "count", "ignore"}) {
+    std::printf(" %llu %s",
+                static_cast<unsigned long long>(Counter(s, absl::StrCat("action_", action))),
+                action);
+  }
+  std::printf("\n");
+  if (s.recent_cxl_jobs_size() == 0) return;
+  std::printf("recent CXL jobs:\n");
+  for (const v1::RebuildJob& j : s.recent_cxl_jobs()) std::printf("%s\n", JobLine(j).c_str());
+}
+
+void Status(Client& c) {
+  const tools::Status s = CollectStatus(c);
+  if (c.globals().json) return PrintJson(s);
+  PrintStatusDevices(s);
+  PrintStatusObjects(s);
+  PrintStatusJobs(s);
+  PrintStatusCxl(s);
+}
+
+// ---- command line
+
+// The command the command line names, run once it parsed.
+struct Selected {
+  std::function<void(Client&)> run;
+};
+
+// Makes `sub` the command to run, with `run`, when the command line names it.
+void OnRun(CLI::App* sub, Selected& selected, std::function<void(Client&)> run) {
+  sub->callback([&selected, run = std::move(run)] { selected.run = run; });
+}
+
+void AddGlobalOptions(CLI::App& app, Globals& g) {
   app.require_subcommand(1);
+  app.fallthrough();  // The global options may come after the subcommand too.
+  app.set_help_all_flag("--help-all", "Print the help of every subcommand and exit");
+  app.set_version_flag("--version", std::string("ecctl ") + ECD_VERSION);
+  app.footer(ExitStatusHelp());
   app.add_option("--addr", g.addr, "ecd address, host:port or unix:/path")->capture_default_str();
-  app.add_flag("--json", g.json, "Print machine-readable JSON");
+  app.add_flag("--json", g.json, "Print machine-readable JSON (shapes: docs/ecctl.md)");
+  app.add_flag("-q,--quiet", g.quiet, "Draw no progress line on stderr");
   app.add_option("--timeout", g.timeout, "Give up after this many seconds (0: never)");
+}
 
-  std::string file, name, matrix = "cauchy", block_size, out, offset, length;
-  uint32_t m = 0, k = 0, device = 0;
-  bool blocks = false, verify = false;
+void AddEncode(CLI::App& app, Selected& selected) {
+  auto a = std::make_shared<EncodeArgs>();
+  auto* sub = app.add_subcommand("encode", "Store a file as a new erasure-coded object");
+  sub->add_option("FILE", a->file, "File to store, or - for stdin")->required();
+  sub->add_option("--name", a->name, "Object name (default: the file's name)");
+  sub->add_option("--data,-m", a->m, "Data blocks per stripe M (1..128; default 4)");
+  sub->add_option("--parity,-k", a->k, "Parity blocks per stripe K (1..32; default 2)");
+  sub->add_option("--matrix", a->matrix, "cauchy or vandermonde")->capture_default_str();
+  sub->add_option("--block-size", a->block_size, "Block size, a multiple of 64 (e.g. 64K, 1M)");
+  OnRun(sub, selected, [a](Client& c) { Encode(c, *a); });
+}
 
-  auto* encode = app.add_subcommand("encode", "Store a file as a new erasure-coded object");
-  encode->add_option("FILE", file, "File to store, or - for stdin")->required();
-  encode->add_option("--name", name, "Object name (default: the file's name)");
-  encode->add_option("--data,-m", m, "Data blocks per stripe M (1..128; default 4)");
-  encode->add_option("--parity,-k", k, "Parity blocks per stripe K (1..32; default 2)");
-  encode->add_option("--matrix", matrix, "cauchy or vandermonde")->capture_default_str();
-  encode->add_option("--block-size", block_size, "Block size, a multiple of 64 (e.g. 64K, 1M)");
+void AddRead(CLI::App& app, Selected& selected) {
+  auto a = std::make_shared<ReadArgs>();
+  auto* sub = app.add_subcommand("read", "Read an object (rebuilding lost blocks) into a file");
+  sub->add_option("NAME", a->name, "Object name")->required();
+  sub->add_option("-o,--output", a->out, "Output file, or - for stdout")->required();
+  sub->add_option("--offset", a->offset, "First byte to read");
+  sub->add_option("--length", a->length, "Bytes to read (default: to the end)");
+  OnRun(sub, selected, [a](Client& c) { Read(c, *a); });
+}
 
-  auto* read = app.add_subcommand("read", "Read an object (rebuilding lost blocks) into a file");
-  read->add_option("NAME", name, "Object name")->required();
-  read->add_option("-o,--output", out, "Output file, or - for stdout")->required();
-  read->add_option("--offset", offset, "First byte to read");
-  read->add_option("--length", length, "Bytes to read (default: to the end)");
+void AddUpdate(CLI::App& app, Selected& selected) {
+  auto a = std::make_shared<UpdateArgs>();
+  auto* sub = app.add_subcommand("update", "Overwrite a byte range of an object (a new version)");
+  sub->add_option("NAME", a->name, "Object name")->required();
+  sub->add_option("--offset", a->offset, "First byte to overwrite (e.g. 4096, 1M)")->required();
+  sub->add_option("--file", a->file, "File with the new bytes, or - for stdin");
+  auto* hex = sub->add_option("--data-hex", a->data_hex, "The new bytes as hex digits");
+  sub->add_flag("--append", a->append, "Let the bytes run past the end and grow the object");
+  OnRun(sub, selected, [a, hex](Client& c) {
+    a->hex_given = hex->count() > 0;
+    Update(c, *a);
+  });
+}
 
-  std::string update_offset, data_hex;
-  bool append = false;
-  auto* update =
-      app.add_subcommand("update", "Overwrite a byte range of an object (a new version)");
-  update->add_option("NAME", name, "Object name")->required();
-  update->add_option("--offset", update_offset, "First byte to overwrite (e.g. 4096, 1M)")
-      ->required();
-  update->add_option("--file", file, "File with the new bytes, or - for stdin");
-  auto* hex_option = update->add_option("--data-hex", data_hex, "The new bytes as hex digits");
-  update->add_flag("--append", append, "Let the bytes run past the end and grow the object");
+void AddRecover(CLI::App& app, Selected& selected) {
+  auto name = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("recover", "Check every block and rebuild the bad ones");
+  sub->add_option("NAME", *name, "Object name")->required();
+  OnRun(sub, selected, [name](Client& c) { Recover(c, *name); });
+}
 
-  auto* recover = app.add_subcommand("recover", "Check every block and rebuild the bad ones");
-  recover->add_option("NAME", name, "Object name")->required();
-
-  bool check_only = false, scrub_status = false;
-  std::string scrub_rate;
-  auto* scrub = app.add_subcommand(
+void AddScrub(CLI::App& app, Selected& selected) {
+  auto a = std::make_shared<ScrubArgs>();
+  auto* sub = app.add_subcommand(
       "scrub",
       "Read every block of an object (or of all), check checksums and parity, repair; exit 4 "
       "if damage is left");
-  scrub->add_option("NAME", name, "Object name (default: every object)");
-  scrub->add_flag("--check-only", check_only, "Report what is wrong, repair nothing");
-  scrub->add_option("--rate", scrub_rate, "Bytes read per second (e.g. 100M; default: no limit)");
-  scrub->add_flag("--status", scrub_status, "Show the background scrubber and what scrubs found")
+  sub->add_option("NAME", a->name, "Object name (default: every object)");
+  sub->add_flag("--check-only", a->check_only, "Report what is wrong, repair nothing");
+  sub->add_option("--rate", a->rate, "Bytes read per second (e.g. 100M; default: no limit)");
+  sub->add_flag("--status", a->status, "Show the background scrubber and what scrubs found")
       ->excludes("NAME")
       ->excludes("--check-only")
       ->excludes("--rate");
+  OnRun(sub, selected, [a](Client& c) { a->status ? ScrubStatus(c) : Scrub(c, *a); });
+}
 
-  auto* stat = app.add_subcommand("stat", "Show an object and its health per stripe");
-  stat->add_option("NAME", name, "Object name")->required();
-  stat->add_flag("--blocks", blocks, "List every block of every stripe");
-  stat->add_flag("--verify", verify, "Read every block and check its CRC32C");
+void AddStat(CLI::App& app, Selected& selected) {
+  struct StatArgs {
+    std::string name;
+    bool blocks = false;
+    bool verify = false;
+  };
+  auto a = std::make_shared<StatArgs>();
+  auto* sub = app.add_subcommand("stat", "Show an object and its health per stripe");
+  sub->add_option("NAME", a->name, "Object name")->required();
+  sub->add_flag("--blocks", a->blocks, "List every block of every stripe");
+  sub->add_flag("--verify", a->verify, "Read every block and check its CRC32C");
+  OnRun(sub, selected, [a](Client& c) { Stat(c, a->name, a->blocks, a->verify); });
+}
 
-  auto* ls = app.add_subcommand("ls", "List objects");
+void AddListAndRemove(CLI::App& app, Selected& selected) {
+  OnRun(app.add_subcommand("ls", "List objects"), selected, List);
+  auto name = std::make_shared<std::string>();
   auto* rm = app.add_subcommand("rm", "Delete an object");
-  rm->add_option("NAME", name, "Object name")->required();
+  rm->add_option("NAME", *name, "Object name")->required();
+  OnRun(rm, selected, [name](Client& c) { Remove(c, *name); });
+}
 
-  uint64_t stripe_index = 0;
-  uint32_t block_index = 0;
+void AddBlock(CLI::App& app, Selected& selected) {
+  auto a = std::make_shared<BlockGetArgs>();
   auto* block = app.add_subcommand("block", "Stored blocks");
   block->require_subcommand(1);
-  auto* block_get = block->add_subcommand("get", "Export one stored block (data or parity)");
-  block_get->add_option("NAME", name, "Object name")->required();
-  block_get->add_option("--stripe", stripe_index, "Stripe number")->required();
-  block_get->add_option("--index", block_index, "Block index: 0..M-1 data, M.. parity")->required();
-  block_get->add_option("-o,--output", out, "Output file, or - for stdout")->required();
+  auto* get = block->add_subcommand("get", "Export one stored block (data or parity)");
+  get->add_option("NAME", a->name, "Object name")->required();
+  get->add_option("--stripe", a->stripe, "Stripe number")->required();
+  get->add_option("--index", a->index, "Block index: 0..M-1 data, M.. parity")->required();
+  get->add_option("-o,--output", a->out, "Output file, or - for stdout")->required();
+  OnRun(get, selected, [a](Client& c) { BlockGet(c, *a); });
+}
 
+void AddDevice(CLI::App& app, Selected& selected) {
   auto* dev = app.add_subcommand("device", "Devices");
   dev->require_subcommand(1);
-  auto* dev_ls = dev->add_subcommand("ls", "List devices");
-  auto* dev_fail = dev->add_subcommand("fail", "Take a device out of service");
-  dev_fail->add_option("DEV", device, "Device id")->required();
-  auto* dev_online = dev->add_subcommand("online", "Put a device back in service");
-  dev_online->add_option("DEV", device, "Device id")->required();
-  auto* dev_evacuate =
+  OnRun(dev->add_subcommand("ls", "List devices"), selected, DeviceList);
+  auto id = std::make_shared<uint32_t>(0);
+  for (auto [name, help, state] :
+       {std::tuple{"fail", "Take a device out of service", v1::DEVICE_STATE_FAILED},
+        std::tuple{"online", "Put a device back in service", v1::DEVICE_STATE_ONLINE}}) {
+    auto* sub = dev->add_subcommand(name, help);
+    sub->add_option("DEV", *id, "Device id")->required();
+    OnRun(sub, selected, [id, state = state](Client& c) { DeviceSet(c, *id, state); });
+  }
+  auto wait = std::make_shared<bool>(false);
+  auto* evacuate =
       dev->add_subcommand("evacuate", "Move every block off a device, then take it out of service");
-  dev_evacuate->add_option("DEV", device, "Device id")->required();
+  evacuate->add_option("DEV", *id, "Device id")->required();
+  evacuate->add_flag("--wait", *wait, "Wait until the device is empty (and failed)");
+  OnRun(evacuate, selected, [id, wait](Client& c) { Evacuate(c, *id, *wait); });
+}
 
-  // cxl
+// The options of the cxl subcommands.
+struct CxlArgs {
+  uint32_t device = 0;
+  std::string log = "failure";
   v1::CxlInjectRequest inject;
-  std::string cxl_log = "failure", cxl_type, dpa_text;
+  std::string type;
+  std::string dpa;
   std::vector<uint32_t> handles;
-  std::vector<std::string> policy_sets;
   bool clear_all = false;
-  auto* cxl = app.add_subcommand("cxl", "CXL memory-device event logs of the devices");
-  cxl->require_subcommand(1);
-  auto* cxl_inject = cxl->add_subcommand("inject", "Insert an event record into a device's log");
-  cxl_inject->add_option("DEV", device, "Device id")->required();
-  cxl_inject->add_option("--log", cxl_log, "informational, warning, failure or fatal")
-      ->capture_default_str();
-  cxl_inject->add_option("--type", cxl_type, "general-media, dram or memory-module")->required();
-  cxl_inject->add_option("--dpa", dpa_text, "Device physical address (bytes; 0x... or decimal)");
+  std::vector<std::string> policy_sets;
+  std::string file;
+};
+
+// Parses --dpa (bytes; 0x... or decimal) into the inject request; exit code 2 if it is not one.
+void SetDpa(CxlArgs& a) {
+  if (a.dpa.empty()) return;
+  uint64_t dpa = 0;
+  const bool hex = a.dpa.rfind("0x", 0) == 0;
+  if (!(hex ? absl::SimpleHexAtoi(a.dpa.substr(2), &dpa) : absl::SimpleAtoi(a.dpa, &dpa))) {
+    throw Failure{kExitUsage, absl::StrCat("--dpa ", a.dpa, " is not a number")};
+  }
+  a.inject.set_dpa(dpa);
+}
+
+CLI::Option* AddLogOption(CLI::App* sub, CxlArgs& a, const char* help) {
+  return sub->add_option("--log", a.log, help)->capture_default_str();
+}
+
+void AddCxlInject(CLI::App* cxl, std::shared_ptr<CxlArgs> a, Selected& selected) {
+  auto* sub = cxl->add_subcommand("inject", "Insert an event record into a device's log");
+  sub->add_option("DEV", a->device, "Device id")->required();
+  AddLogOption(sub, *a, "informational, warning, failure or fatal");
+  sub->add_option("--type", a->type, "general-media, dram or memory-module")->required();
+  sub->add_option("--dpa", a->dpa, "Device physical address (bytes; 0x... or decimal)");
+  v1::CxlInjectRequest* inject = &a->inject;
   auto u32 = [&](const char* flag, const char* help, auto setter) {
-    cxl_inject->add_option_function<uint32_t>(
-        flag, [&inject, setter](const uint32_t& v) { (inject.*setter)(v); }, help);
+    sub->add_option_function<uint32_t>(
+        flag, [inject, setter](const uint32_t& v) { (inject->*setter)(v); }, help);
   };
   u32("--descriptor", "Memory event descriptor (1 uncorrectable, 2 threshold, 4 poison overflow)",
       &v1::CxlInjectRequest::set_event_descriptor);
@@ -988,136 +1511,143 @@ int Main(int argc, char** argv) {
       &v1::CxlInjectRequest::set_media_status);
   u32("--additional-status", "Additional status", &v1::CxlInjectRequest::set_additional_status);
   u32("--life-used", "Life used, percent", &v1::CxlInjectRequest::set_life_used);
-  cxl_inject->add_option_function<int32_t>(
-      "--temperature", [&inject](const int32_t& v) { inject.set_temperature(v); },
+  sub->add_option_function<int32_t>(
+      "--temperature", [inject](const int32_t& v) { inject->set_temperature(v); },
       "Device temperature, degrees C");
-  cxl_inject->add_flag_function(
-      "--replacement-needed", [&inject](int64_t) { inject.set_hardware_replacement_needed(true); },
+  sub->add_flag_function(
+      "--replacement-needed", [inject](int64_t) { inject->set_hardware_replacement_needed(true); },
       "Set the hardware-replacement-needed header flag");
-  cxl_inject->add_flag_function(
-      "--permanent", [&inject](int64_t) { inject.set_permanent(true); },
+  sub->add_flag_function(
+      "--permanent", [inject](int64_t) { inject->set_permanent(true); },
       "Set the permanent-condition header flag");
-  auto* cxl_events = cxl->add_subcommand("events", "Get the uncleared records of a device's log");
-  cxl_events->add_option("DEV", device, "Device id")->required();
-  cxl_events->add_option("--log", cxl_log, "informational, warning, failure or fatal")
-      ->capture_default_str();
-  auto* cxl_clear = cxl->add_subcommand("clear", "Clear records of a device's log by handle");
-  cxl_clear->add_option("DEV", device, "Device id")->required();
-  cxl_clear->add_option("--log", cxl_log, "informational, warning, failure or fatal")
-      ->capture_default_str();
-  cxl_clear->add_option("--handles", handles, "Handles, oldest first")->delimiter(',');
-  cxl_clear->add_flag("--all", clear_all, "Clear All (only allowed on an overflowed log)");
-  auto* cxl_policy = cxl->add_subcommand("policy", "Show or set a device's event interrupt policy");
-  cxl_policy->add_option("DEV", device, "Device id")->required();
-  cxl_policy->add_option("--set", policy_sets, "LOG=MODE, MODE none, msi or fw (repeatable)");
+  OnRun(sub, selected, [a](Client& c) {
+    a->inject.set_device(a->device);
+    a->inject.set_log(ParseLog(a->log));
+    a->inject.set_type(a->type);
+    SetDpa(*a);
+    CxlInject(c, a->inject);
+  });
+}
 
-  auto* cxl_stats = cxl->add_subcommand("stats", "Counters of the CXL path and the policy actions");
-  std::string cxl_file;
-  auto* cxl_ingest =
+void AddCxlLogCommands(CLI::App* cxl, std::shared_ptr<CxlArgs> a, Selected& selected) {
+  auto* events = cxl->add_subcommand("events", "Get the uncleared records of a device's log");
+  events->add_option("DEV", a->device, "Device id")->required();
+  AddLogOption(events, *a, "informational, warning, failure or fatal");
+  OnRun(events, selected, [a](Client& c) { CxlEvents(c, a->device, a->log); });
+
+  auto* clear = cxl->add_subcommand("clear", "Clear records of a device's log by handle");
+  clear->add_option("DEV", a->device, "Device id")->required();
+  AddLogOption(clear, *a, "informational, warning, failure or fatal");
+  clear->add_option("--handles", a->handles, "Handles, oldest first")->delimiter(',');
+  clear->add_flag("--all", a->clear_all, "Clear All (only allowed on an overflowed log)");
+  OnRun(clear, selected,
+        [a](Client& c) { CxlClear(c, a->device, a->log, a->handles, a->clear_all); });
+
+  auto* policy = cxl->add_subcommand("policy", "Show or set a device's event interrupt policy");
+  policy->add_option("DEV", a->device, "Device id")->required();
+  policy->add_option("--set", a->policy_sets, "LOG=MODE, MODE none, msi or fw (repeatable)");
+  OnRun(policy, selected, [a](Client& c) { CxlPolicy(c, a->device, a->policy_sets); });
+}
+
+void AddCxlAgentCommands(CLI::App* cxl, std::shared_ptr<CxlArgs> a, Selected& selected) {
+  OnRun(cxl->add_subcommand("stats", "Counters of the CXL path and the policy actions"), selected,
+        CxlStats);
+  auto* ingest =
       cxl->add_subcommand("ingest", "Feed records from an outside agent to ecd's CXL policy");
-  cxl_ingest
-      ->add_option("FILE", cxl_file, "Raw 128-byte records or cxl-monitor JSON lines; - = stdin")
+  ingest->add_option("FILE", a->file, "Raw 128-byte records or cxl-monitor JSON lines; - = stdin")
       ->required();
-  cxl_ingest->add_option("--device", device, "Device the raw records come from");
-  cxl_ingest->add_option("--log", cxl_log, "Log the raw records come from")->capture_default_str();
-  auto* cxl_decode =
-      cxl->add_subcommand("decode", "Decode raw 128-byte records to JSON lines (offline)");
-  cxl_decode->add_option("FILE", cxl_file, "Raw records; - = stdin")->required();
-  cxl_decode->add_option("--log", cxl_log, "Log name to print")->capture_default_str();
+  ingest->add_option("--device", a->device, "Device the raw records come from");
+  AddLogOption(ingest, *a, "Log the raw records come from");
+  OnRun(ingest, selected, [a](Client& c) { CxlIngest(c, a->file, a->device, a->log); });
 
-  uint64_t job_id = 0;
+  auto* decode =
+      cxl->add_subcommand("decode", "Decode raw 128-byte records to JSON lines (offline)");
+  decode->add_option("FILE", a->file, "Raw records; - = stdin")->required();
+  AddLogOption(decode, *a, "Log name to print");
+  OnRun(decode, selected, [a](Client&) { CxlDecode(a->file, a->log); });
+}
+
+void AddCxl(CLI::App& app, Selected& selected) {
+  auto a = std::make_shared<CxlArgs>();
+  auto* cxl = app.add_subcommand("cxl", "CXL memory-device event logs of the devices");
+  cxl->require_subcommand(1);
+  AddCxlInject(cxl, a, selected);
+  AddCxlLogCommands(cxl, a, selected);
+  AddCxlAgentCommands(cxl, a, selected);
+}
+
+void AddRebuild(CLI::App& app, Selected& selected) {
   auto* rebuild = app.add_subcommand("rebuild", "Proactive rebuild jobs");
   rebuild->require_subcommand(1);
-  auto* rebuild_ls = rebuild->add_subcommand("ls", "List rebuild jobs, running and queued first");
-  auto* rebuild_get = rebuild->add_subcommand("get", "Show one rebuild job as JSON");
-  rebuild_get->add_option("ID", job_id, "Job id")->required();
+  OnRun(rebuild->add_subcommand("ls", "List rebuild jobs, running and queued first"), selected,
+        RebuildList);
+  auto id = std::make_shared<uint64_t>(0);
+  auto* get = rebuild->add_subcommand("get", "Show one rebuild job as JSON");
+  get->add_option("ID", *id, "Job id")->required();
+  OnRun(get, selected, [id](Client& c) { RebuildGet(c, *id); });
+  auto ids = std::make_shared<std::vector<uint64_t>>();
+  auto* wait = rebuild->add_subcommand(
+      "wait", "Wait until rebuild jobs finish (default: every queued or running one)");
+  wait->add_option("ID", *ids, "Job ids");
+  OnRun(wait, selected, [ids](Client& c) { RebuildWait(c, *ids); });
+}
 
+void AddStatus(CLI::App& app, Selected& selected) {
+  OnRun(app.add_subcommand(
+            "status", "Devices, capacity, objects, damage, rebuild jobs and CXL actions at once"),
+        selected, Status);
+}
+
+// The hidden `__complete -- WORD... CURRENT` of client/ecctl.bash-completion.
+void AddComplete(CLI::App& app, Selected& selected) {
+  auto words = std::make_shared<std::vector<std::string>>();
+  auto* sub = app.add_subcommand("__complete", "")->group("");
+  sub->add_option("WORDS", *words, "The words typed so far, the one being completed last");
+  OnRun(sub, selected, [&app, words](Client&) {
+    for (const std::string& w : ecd::client::CompletionCandidates(app, *words)) {
+      std::printf("%s\n", w.c_str());
+    }
+  });
+}
+
+// Help and --version exit 0; anything else is a usage error, one line.
+int ParseFailure(const CLI::App& app, const CLI::ParseError& e) {
+  if (e.get_exit_code() == 0) return app.exit(e);
+  ReportError(absl::StrCat(e.what(), "; see ecctl --help"));
+  return kExitUsage;
+}
+
+int Main(int argc, char** argv) {
+  Globals g;
+  Selected selected;
+  CLI::App app{"ecctl: operate an ecd erasure-coding storage daemon"};
+  AddGlobalOptions(app, g);
+  AddEncode(app, selected);
+  AddRead(app, selected);
+  AddUpdate(app, selected);
+  AddRecover(app, selected);
+  AddScrub(app, selected);
+  AddStat(app, selected);
+  AddListAndRemove(app, selected);
+  AddBlock(app, selected);
+  AddDevice(app, selected);
+  AddCxl(app, selected);
+  AddRebuild(app, selected);
+  AddStatus(app, selected);
+  AddComplete(app, selected);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    std::fprintf(stderr, "ecctl: %s; see ecctl --help\n", what.c_str());
-    return 2;
-  }
-
-  if (cxl_decode->parsed()) {  // offline: no daemon
-    try {
-      CxlDecode(cxl_file, cxl_log);
-    } catch (const Failure& f) {
-      std::fprintf(stderr, "ecctl: %s\n", f.message.c_str());
-      return f.exit_code;
-    }
-    return 0;
+    return ParseFailure(app, e);
   }
   try {
     Client c(g);
-    if (encode->parsed()) {
-      Encode(c, file, name, m, k, matrix, block_size);
-    } else if (read->parsed()) {
-      Read(c, name, out, offset, length);
-    } else if (update->parsed()) {
-      Update(c, name, update_offset, file, data_hex, hex_option->count() > 0, append);
-    } else if (recover->parsed()) {
-      Recover(c, name);
-    } else if (scrub->parsed()) {
-      if (scrub_status) {
-        ScrubStatus(c);
-      } else {
-        Scrub(c, name, check_only, scrub_rate);
-      }
-    } else if (stat->parsed()) {
-      Stat(c, name, blocks, verify);
-    } else if (ls->parsed()) {
-      List(c);
-    } else if (rm->parsed()) {
-      Remove(c, name);
-    } else if (block_get->parsed()) {
-      BlockGet(c, name, stripe_index, block_index, out);
-    } else if (dev_ls->parsed()) {
-      DeviceList(c);
-    } else if (dev_fail->parsed()) {
-      DeviceSet(c, device, v1::DEVICE_STATE_FAILED);
-    } else if (dev_online->parsed()) {
-      DeviceSet(c, device, v1::DEVICE_STATE_ONLINE);
-    } else if (dev_evacuate->parsed()) {
-      DeviceSet(c, device, v1::DEVICE_STATE_FAILING);
-    } else if (cxl_inject->parsed()) {
-      inject.set_device(device);
-      inject.set_log(ParseLog(cxl_log));
-      inject.set_type(cxl_type);
-      if (!dpa_text.empty()) {
-        uint64_t dpa = 0;
-        const bool hex = dpa_text.rfind("0x", 0) == 0;
-        if (!(hex ? absl::SimpleHexAtoi(dpa_text.substr(2), &dpa)
-                  : absl::SimpleAtoi(dpa_text, &dpa))) {
-          throw Failure{2, absl::StrCat("--dpa ", dpa_text, " is not a number")};
-        }
-        inject.set_dpa(dpa);
-      }
-      CxlInject(c, inject);
-    } else if (cxl_events->parsed()) {
-      CxlEvents(c, device, cxl_log);
-    } else if (cxl_clear->parsed()) {
-      CxlClear(c, device, cxl_log, handles, clear_all);
-    } else if (cxl_stats->parsed()) {
-      CxlStats(c);
-    } else if (cxl_ingest->parsed()) {
-      CxlIngest(c, cxl_file, device, cxl_log);
-    } else if (cxl_policy->parsed()) {
-      CxlPolicy(c, device, policy_sets);
-    } else if (rebuild_ls->parsed()) {
-      RebuildList(c);
-    } else if (rebuild_get->parsed()) {
-      RebuildGet(c, job_id);
-    }
+    selected.run(c);
   } catch (const Failure& f) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "ecctl: %s\n", f.message.c_str());
+    ReportError(f.message);
     return f.exit_code;
   }
-  return 0;
+  return kExitOk;
 }
 }  // namespace
 
@@ -1125,7 +1655,7 @@ int main(int argc, char** argv) {
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {  // Nothing else may escape: one line, non-zero exit.
-    std::fprintf(stderr, "ecctl: %s\n", e.what());
-    return 1;
+    ReportError(e.what());
+    return kExitEcd;
   }
 }

@@ -58,6 +58,8 @@ class ProgressBar {
   void Update(uint64_t done, uint64_t total);
   // Erases the line if anything was drawn; later Updates draw again.
   void Clear();
+  // Whether the bar draws at all (so callers can skip work done only for it).
+  bool enabled() const { return enabled_; }
 
  private:
   FILE* const out_;
