@@ -28,7 +28,7 @@ const CLI::Option* FindOption(const CLI::App& app, const std::string& word) {
 // Whether the word after `word` is the value of the option it names.
 bool TakesNextWord(const CLI::App& app, const std::string& word) {
   const CLI::Option* option = FindOption(app, word);
-  return option != nullptr && option->get_type_size() != 0 && word.find('=') == std::string::npos;
+  return option != nullptr && option->get_expected_max() > 0 && word.find('=') == std::string::npos;
 }
 
 std::vector<std::string> SubcommandNames(const CLI::App& app) {

@@ -29,6 +29,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/complete.h"
+#include "client/help.h"
 #include "client/progress.h"
 #include "ecd/tools/ecctl.pb.h"
 #include "ecd/v1/ecd.grpc.pb.h"
@@ -1334,6 +1335,7 @@ void OnRun(CLI::App* sub, Selected& selected, std::function<void(Client&)> run) 
 }
 
 void AddGlobalOptions(CLI::App& app, Globals& g) {
+  app.formatter(std::make_shared<ecd::client::ExpandingFormatter>());
   app.require_subcommand(1);
   app.fallthrough();  // The global options may come after the subcommand too.
   app.set_help_all_flag("--help-all", "Print the help of every subcommand and exit");
@@ -1620,7 +1622,7 @@ int ParseFailure(const CLI::App& app, const CLI::ParseError& e) {
 int Main(int argc, char** argv) {
   Globals g;
   Selected selected;
-  CLI::App app{"ecctl: operate an ecd erasure-coding storage daemon"};
+  CLI::App app{"ecctl: operate an ecd erasure-coding storage daemon", "ecctl"};
   AddGlobalOptions(app, g);
   AddEncode(app, selected);
   AddRead(app, selected);

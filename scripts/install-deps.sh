@@ -16,7 +16,7 @@ PACKAGES=(
   libbenchmark-dev
   python3 python3-grpcio python3-protobuf python3-yaml curl
   prometheus
-  tmux help2man
+  tmux help2man groff-base
 )
 
 missing=()
