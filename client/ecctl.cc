@@ -821,10 +821,11 @@ void Remove(Client& c, const std::string& name) {
 
 // ---- devices
 
-v1::ListDevicesResponse ListDevices(Client& c) {
+// `what` names the command in errors.
+v1::ListDevicesResponse ListDevices(Client& c, const std::string& what = "device ls") {
   v1::ListDevicesResponse response;
   auto context = c.Context();
-  c.Check(c.devices().List(context.get(), v1::ListDevicesRequest(), &response), "device ls");
+  c.Check(c.devices().List(context.get(), v1::ListDevicesRequest(), &response), what);
   return response;
 }
 
@@ -841,11 +842,11 @@ void DeviceList(Client& c) {
   }
 }
 
-// Running and queued jobs first, then the newest finished ones.
-v1::ListRebuildsResponse ListJobs(Client& c) {
+// Running and queued jobs first, then the newest finished ones. `what` names the command in errors.
+v1::ListRebuildsResponse ListJobs(Client& c, const std::string& what = "rebuild ls") {
   v1::ListRebuildsResponse response;
   auto context = c.Context();
-  c.Check(c.rebuilds().List(context.get(), v1::ListRebuildsRequest(), &response), "rebuild ls");
+  c.Check(c.rebuilds().List(context.get(), v1::ListRebuildsRequest(), &response), what);
   return response;
 }
 
@@ -864,16 +865,19 @@ void RebuildList(Client& c) {
   }
 }
 
-v1::RebuildJob GetJob(Client& c, uint64_t id) {
+// `what` names the command in errors.
+v1::RebuildJob GetJob(Client& c, uint64_t id, const std::string& what) {
   v1::GetRebuildRequest request;
   request.set_id(id);
   v1::RebuildJob job;
   auto context = c.Context();
-  c.Check(c.rebuilds().Get(context.get(), request, &job), absl::StrCat("rebuild get ", id));
+  c.Check(c.rebuilds().Get(context.get(), request, &job), what);
   return job;
 }
 
-void RebuildGet(Client& c, uint64_t id) { PrintJson(GetJob(c, id)); }
+void RebuildGet(Client& c, uint64_t id) {
+  PrintJson(GetJob(c, id, absl::StrCat("rebuild get ", id)));
+}
 
 // ---- rebuild waits
 
@@ -907,7 +911,7 @@ v1::ListRebuildsResponse WaitForJobs(Client& c, const std::vector<uint64_t>& ids
     v1::ListRebuildsResponse now;
     uint64_t done = 0, total = 0;
     for (uint64_t id : ids) {
-      *now.add_jobs() = GetJob(c, id);
+      *now.add_jobs() = GetJob(c, id, absl::StrCat(label, ": job ", id));
       done += now.jobs().rbegin()->objects_done();
       total += now.jobs().rbegin()->objects_total();
     }
@@ -1190,10 +1194,10 @@ void Evacuate(Client& c, uint32_t id, bool wait) {
 // ---- status
 
 constexpr int kRecentCxlJobs = 5;
-constexpr size_t kStatusWidth = 100;
+constexpr size_t kStatusWidth = 120;  // Job lines are cut to this many columns.
 
 void AddDevices(Client& c, tools::Status& s) {
-  v1::ListDevicesResponse devices = ListDevices(c);
+  v1::ListDevicesResponse devices = ListDevices(c, "status");
   for (v1::DeviceInfo& d : *devices.mutable_devices()) {
     d.clear_counters();
     s.set_capacity_bytes(s.capacity_bytes() + d.size_bytes());
@@ -1209,7 +1213,7 @@ void AddDevices(Client& c, tools::Status& s) {
 void AddObjects(Client& c, tools::Status& s) {
   v1::ListResponse response;
   auto context = c.Context();
-  c.Check(c.objects().List(context.get(), v1::ListRequest(), &response), "ls");
+  c.Check(c.objects().List(context.get(), v1::ListRequest(), &response), "status");
   for (const v1::ObjectInfo& o : response.objects()) {
     s.set_objects(s.objects() + 1);
     s.set_object_bytes(s.object_bytes() + o.size());
@@ -1222,7 +1226,7 @@ void AddObjects(Client& c, tools::Status& s) {
 }
 
 void AddRebuilds(Client& c, tools::Status& s) {
-  v1::ListRebuildsResponse jobs = ListJobs(c);
+  v1::ListRebuildsResponse jobs = ListJobs(c, "status");
   std::sort(jobs.mutable_jobs()->begin(), jobs.mutable_jobs()->end(),
             [](const v1::RebuildJob& a, const v1::RebuildJob& b) { return a.id() > b.id(); });
   for (const v1::RebuildJob& j : jobs.jobs()) {
@@ -1238,7 +1242,7 @@ void AddRebuilds(Client& c, tools::Status& s) {
 void AddCxl(Client& c, tools::Status& s) {
   v1::CxlStats response;
   auto context = c.Context();
-  c.Check(c.cxl().GetStats(context.get(), v1::CxlStatsRequest(), &response), "cxl stats");
+  c.Check(c.cxl().GetStats(context.get(), v1::CxlStatsRequest(), &response), "status");
   s.mutable_cxl_counters()->insert(response.counters().begin(), response.counters().end());
 }
 
