@@ -18,7 +18,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -47,7 +46,7 @@ using ecd::client::ProgressUnit;
 
 constexpr size_t kChunk = 1 << 20;
 
-// ---- exit codes: the one list; `ecctl --help` prints it and docs/errors.md repeats it.
+// ---- exit codes: the one list; the `ecctl --help` footer prints it, docs/errors.md has it too.
 
 enum ExitCode : int {
   kExitOk = 0,
@@ -911,7 +910,7 @@ v1::ListRebuildsResponse WaitForJobs(Client& c, const std::vector<uint64_t>& ids
     v1::ListRebuildsResponse now;
     uint64_t done = 0, total = 0;
     for (uint64_t id : ids) {
-      *now.add_jobs() = GetJob(c, id, absl::StrCat(label, ": job ", id));
+      *now.add_jobs() = GetJob(c, id, absl::StrCat("rebuild job ", id));
       done += now.jobs().rbegin()->objects_done();
       total += now.jobs().rbegin()->objects_total();
     }

@@ -81,7 +81,8 @@ wait_for() {
 }
 
 latency=$(for d in $(seq 0 7); do printf '%d=any:latency:ms=10,' "$d"; done)
-start_ecd --fault-inject "${latency%,}"
+# --rebuild-rate keeps each evacuation running for a second or two, so status can see it.
+start_ecd --fault-inject "${latency%,}" --rebuild-rate 8M
 
 step "on a terminal: encode, read, recover and scrub draw progress (percent, rate, ETA)"
 head -c $((32 << 20)) /dev/urandom >"$WORK/big.bin"
@@ -144,8 +145,10 @@ ecctl rebuild wait >/dev/null
 ecctl device online 4
 ecctl cxl inject 6 --log failure --type memory-module --health-status 4 >/dev/null
 wait_for 'len(d["recent_cxl_jobs"]) == 1 and int(d["cxl_counters"]["action_evacuate"]) == 1'
-on_tty "$WORK/tty.wait" "$ECTL" --addr "$ADDR" rebuild wait
-grep -q "evacuate-device): done" "$WORK/tty.wait" || fail "rebuild wait: $(cat -v "$WORK/tty.wait")"
+job=$(ecctl --json status | json 'd["recent_cxl_jobs"][0]["id"]')
+on_tty "$WORK/tty.wait" "$ECTL" --addr "$ADDR" rebuild wait "$job"
+expect_progress "$WORK/tty.wait" "rebuild job $job"
+grep -q "rebuild job $job (evacuate-device): done" "$WORK/tty.wait" || fail "rebuild wait: $(cat -v "$WORK/tty.wait")"
 ecctl --json status >"$WORK/status.cxl.json"
 [ "$(json 'd["recent_cxl_jobs"][0]["reason"].startswith("CXL: ")' <"$WORK/status.cxl.json")" = True ] \
   || fail "no recent CXL job: $(cat "$WORK/status.cxl.json")"
