@@ -244,32 +244,29 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                 per_device([](const store::DeviceStatus& d) { return d.flush_failures; }));
 
   // NVMe data path, from each namespace's counters.
-  r.AddCallback(MetricType::kCounter, "ecd_nvme_commands_total",
-                "NVMe I/O commands completed, by opcode.", {"device", "opcode"}, [snapshot] {
-                  std::vector<Sample> out;
-                  for (const store::DeviceStatus& d : snapshot->Get()->devices) {
-                    if (d.counters.empty()) continue;
-                    const std::string id = absl::StrCat(d.record.id);
-                    for (auto [opcode, counter] : {std::pair{"read", "nvme_read_commands"},
-                                                   {"write", "nvme_write_commands"},
-                                                   {"flush", "nvme_flush_commands"}}) {
-                      out.push_back({{id, opcode}, static_cast<double>(CounterOf(d, counter))});
-                    }
-                  }
-                  return out;
-                });
-  r.AddCallback(
-      MetricType::kCounter, "ecd_nvme_bytes_total", "Bytes moved by NVMe commands, by direction.",
-      {"device", "direction"}, [snapshot] {
-        std::vector<Sample> out;
-        for (const store::DeviceStatus& d : snapshot->Get()->devices) {
-          if (d.counters.empty()) continue;
-          const std::string id = absl::StrCat(d.record.id);
-          out.push_back({{id, "read"}, static_cast<double>(CounterOf(d, "nvme_bytes_read"))});
-          out.push_back({{id, "write"}, static_cast<double>(CounterOf(d, "nvme_bytes_written"))});
+  // One series per (device, label value), each from one of the namespace's counters.
+  using CounterLabels = std::vector<std::pair<std::string, std::string>>;  // label, counter
+  auto device_counters = [snapshot](CounterLabels labels) {
+    return [snapshot, labels = std::move(labels)] {
+      std::vector<Sample> out;
+      for (const store::DeviceStatus& d : snapshot->Get()->devices) {
+        if (d.counters.empty()) continue;  // a failed device has no namespace
+        const std::string id = absl::StrCat(d.record.id);
+        for (const auto& [value, counter] : labels) {
+          out.push_back({{id, value}, static_cast<double>(CounterOf(d, counter))});
         }
-        return out;
-      });
+      }
+      return out;
+    };
+  };
+  r.AddCallback(MetricType::kCounter, "ecd_nvme_commands_total",
+                "NVMe I/O commands completed, by opcode.", {"device", "opcode"},
+                device_counters({{"read", "nvme_read_commands"},
+                                 {"write", "nvme_write_commands"},
+                                 {"flush", "nvme_flush_commands"}}));
+  r.AddCallback(MetricType::kCounter, "ecd_nvme_bytes_total",
+                "Bytes moved by NVMe commands, by direction.", {"device", "direction"},
+                device_counters({{"read", "nvme_bytes_read"}, {"write", "nvme_bytes_written"}}));
   r.AddCallback(MetricType::kCounter, "ecd_nvme_errors_total",
                 "NVMe commands completed with an error, by status (sctX_scYY, hex).",
                 {"device", "status"}, [snapshot] {
@@ -287,16 +284,8 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   r.AddCallback(
       MetricType::kCounter, "ecd_nvme_prp_fetches_total",
       "PRP list fetches by the controller's fetch manager, by buffer (ping, pong).",
-      {"device", "buffer"}, [snapshot] {
-        std::vector<Sample> out;
-        for (const store::DeviceStatus& d : snapshot->Get()->devices) {
-          if (d.counters.empty()) continue;
-          const std::string id = absl::StrCat(d.record.id);
-          out.push_back({{id, "ping"}, static_cast<double>(CounterOf(d, "nvme_prp_fetches_ping"))});
-          out.push_back({{id, "pong"}, static_cast<double>(CounterOf(d, "nvme_prp_fetches_pong"))});
-        }
-        return out;
-      });
+      {"device", "buffer"},
+      device_counters({{"ping", "nvme_prp_fetches_ping"}, {"pong", "nvme_prp_fetches_pong"}}));
   r.AddCallback(
       MetricType::kCounter, "ecd_nvme_prp_refills_total",
       "PRP fetch buffer refills (a buffer drained before the transfer ended).", {"device"},

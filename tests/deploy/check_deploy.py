@@ -25,6 +25,8 @@ import os
 import re
 import sys
 
+from ini import read_settings
+
 try:
     import yaml  # python3-yaml; a small fallback reader handles our files without it.
 except ImportError:
@@ -456,27 +458,12 @@ def parse_size(text):
 
 
 def load_unit(path):
-    settings = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith(("#", ";", "[")):
-                continue
-            key, _, value = line.partition("=")
-            settings.setdefault(key.strip(), []).append(value.strip())
-    return settings
+    return read_settings(path)
 
 
 def load_conf(path):
-    conf = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith(("#", ";", "[")):
-                continue
-            key, _, value = line.partition("=")
-            conf[key.strip()] = value.strip().strip('"')
-    return conf
+    """ecd.conf: the last value of each key, unquoted."""
+    return {k: v[-1].strip('"') for k, v in read_settings(path).items()}
 
 
 def check_unit(unit_path, sysusers_path, conf_path):

@@ -39,6 +39,8 @@ import subprocess
 import sys
 import time
 
+from ini import read_settings
+
 SKIP = 77
 
 SCMP_ACT_KILL_PROCESS = 0x80000000
@@ -64,17 +66,6 @@ def fail(message):
 def skip(message):
     print(f"sandbox: SKIP: {message}")
     sys.exit(SKIP)
-
-
-def parse_unit(path):
-    s = {}
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith(("#", ";", "[")):
-                k, _, v = line.partition("=")
-                s.setdefault(k.strip(), []).append(v.strip())
-    return s
 
 
 def parse_size(text):
@@ -257,7 +248,7 @@ def main():
         print(__doc__)
         return 2
     unit_path, conf, ecd, ecctl, work = sys.argv[1:]
-    unit = parse_unit(unit_path)
+    unit = read_settings(unit_path)
     if not (ctypes.util.find_library("seccomp") or os.path.exists("/lib/x86_64-linux-gnu/libseccomp.so.2")):
         skip("libseccomp not found")
     if not shutil.which("systemd-analyze"):

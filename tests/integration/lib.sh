@@ -51,6 +51,21 @@ stop_ecd() {
 
 ecctl() { "$ECTL" --addr "$ADDR" "$@"; }
 
+# patch_model OFFSET FILE: writes FILE's bytes into the test's model copy $WORK/model.bin at
+# OFFSET, growing it with zeros as an append would.
+patch_model() {
+  python3 - "$WORK/model.bin" "$1" "$2" <<'PY'
+import sys
+path, offset, src = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+data = bytearray(open(path, "rb").read())
+new = open(src, "rb").read()
+if len(data) < offset + len(new):
+    data.extend(b"\0" * (offset + len(new) - len(data)))
+data[offset:offset + len(new)] = new
+open(path, "wb").write(bytes(data))
+PY
+}
+
 # metric 'name{label="v",...}': the value of that series in a fresh scrape of /metrics (labels in
 # the order ecd prints them); empty when the series is absent.
 metric() {

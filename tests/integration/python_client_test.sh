@@ -37,20 +37,6 @@ client() { "$PY" "$CLIENT" --addr "$ADDR" --stubs "$WORK/stubs" "$@"; }
 # prints a tuple.
 pyjson() { "$PY" -c "import json,sys; d=json.load(sys.stdin); print(($1))"; }
 
-# patch_model OFFSET FILE: writes FILE's bytes into the model copy at OFFSET (growing it).
-patch_model() {
-  "$PY" - "$WORK/model.bin" "$1" "$2" <<'PY'
-import sys
-path, offset, src = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-data = bytearray(open(path, "rb").read())
-new = open(src, "rb").read()
-if len(data) < offset + len(new):
-    data.extend(b"\0" * (offset + len(new) - len(data)))
-data[offset:offset + len(new)] = new
-open(path, "wb").write(bytes(data))
-PY
-}
-
 # stat_field FIELD: one field of the object's ObjectInfo, from the client's `--json stat`.
 stat_field() { client --json stat obj | pyjson "d['object']['$1']"; }
 

@@ -10,20 +10,6 @@ ECTL=$2
 
 start_ecd
 
-# patch_model OFFSET FILE: writes FILE's bytes into the model copy at OFFSET (growing it).
-patch_model() {
-  python3 - "$WORK/model.bin" "$1" "$2" <<'PY'
-import sys
-path, offset, src = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-data = bytearray(open(path, "rb").read())
-new = open(src, "rb").read()
-if len(data) < offset + len(new):
-    data.extend(b"\0" * (offset + len(new) - len(data)))
-data[offset:offset + len(new)] = new
-open(path, "wb").write(bytes(data))
-PY
-}
-
 # check_object VERSION: the object reads back equal to the model and Stat shows VERSION.
 check_object() {
   ecctl read obj -o "$WORK/obj.out" >/dev/null
