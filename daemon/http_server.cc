@@ -3,6 +3,8 @@
 
 #include <httplib.h>
 
+#include <chrono>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/metrics/text_format.h"
@@ -12,7 +14,7 @@ namespace ecd::daemon {
 HttpEndpoint::HttpEndpoint() : server_(std::make_unique<httplib::Server>()) {}
 
 HttpEndpoint::~HttpEndpoint() {
-  server_->stop();
+  if (server_->is_running()) server_->stop();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -32,10 +34,14 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   }
   std::unique_ptr<HttpEndpoint> e(new HttpEndpoint());
   httplib::Server& s = *e->server_;
-  // Scrapes are few: two threads serve them; a slow client cannot hold one for long.
-  s.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  // Scrapes and probes are few and small: four threads; an idle keep-alive connection gives its
+  // thread back after a second (a probe with a 1 s timeout is never starved); no request body
+  // is wanted, so none over 4 KiB is read into memory.
+  s.new_task_queue = [] { return new httplib::ThreadPool(4); };
+  s.set_keep_alive_timeout(1);
   s.set_read_timeout(5, 0);
   s.set_write_timeout(5, 0);
+  s.set_payload_max_length(4096);
   s.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics(), metrics::kTextContentType);
   });
@@ -55,7 +61,15 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
                                                "port, or \"\" to turn metrics off)"));
   }
   e->port_ = bound;
-  e->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
+  e->thread_ = std::thread([self] {
+    self->server_->listen_after_bind();
+    self->listen_done_.store(true);
+  });
+  // stop() does nothing until the server runs: wait for that, so that a destructor right after
+  // Start cannot leave the thread blocked in accept.
+  while (!s.is_running() && !e->listen_done_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return e;
 }
 

@@ -37,6 +37,7 @@ class HttpEndpoint {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<bool> ready_{false};
+  std::atomic<bool> listen_done_{false};  // listen_after_bind returned (stopped or failed)
   int port_ = 0;
 };
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -285,6 +286,8 @@ int Main(int argc, char** argv) {
     spec.reason = reason;
     rebuilds.Submit(std::move(spec));
   });
+  // The listener points at `rebuilds`: taken back before `rebuilds` goes, on every return path.
+  absl::Cleanup forget_listener = [&store] { (*store)->SetSuspectListener(nullptr); };
   ecd::store::Scrubber scrubber(store->get(), scrub_options);
   ecd::daemon::ObjectsService objects(store->get(), &scrubber, scrub_options);
   ecd::store::EventPolicyOptions policy_options;

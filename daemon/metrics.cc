@@ -1,6 +1,8 @@
 // The ecd_* metric families: registration, hooks and scrape-time collection.
 #include "daemon/metrics.h"
 
+#include <google/protobuf/descriptor.h>
+#include <grpcpp/support/status.h>
 #include <isa-l.h>
 
 #include <memory>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "lib/util/log.h"
 
 namespace ecd::daemon {
 namespace {
@@ -48,9 +51,13 @@ class StoreSnapshot {
   StoreSnapshot(store::Store* store, const std::atomic<uint64_t>* generation)
       : store_(store), generation_(generation) {}
 
+  // Sums over the objects (not the objects themselves), and the devices. A source that failed
+  // (the catalog busy or broken) leaves its part empty and is counted in `errors`: its families
+  // then export no series rather than zeros that would resolve real alerts.
   struct Data {
-    bool ok = false;
-    std::vector<store::ObjectStatus> objects;
+    bool objects_ok = false;
+    double objects = 0, stripes = 0, bytes = 0, degraded = 0, lost = 0;
+    bool devices_ok = false;
     std::vector<store::DeviceStatus> devices;
   };
   std::shared_ptr<const Data> Get() {
@@ -59,14 +66,32 @@ class StoreSnapshot {
     if (data_ == nullptr || g != taken_at_) {
       auto d = std::make_shared<Data>();
       absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
+      d->objects_ok = objects.ok();
+      if (objects.ok()) {
+        for (const store::ObjectStatus& o : *objects) {
+          d->objects += 1;
+          d->stripes += static_cast<double>(o.object.stripe_count);
+          d->bytes += static_cast<double>(o.object.size);
+          d->degraded += static_cast<double>(o.degraded_stripes);
+          d->lost += static_cast<double>(o.lost_stripes);
+        }
+      }
       absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
-      d->ok = objects.ok() && devices.ok();
-      if (objects.ok()) d->objects = *std::move(objects);
+      d->devices_ok = devices.ok();
       if (devices.ok()) d->devices = *std::move(devices);
+      if (!objects.ok() || !devices.ok()) {
+        ++errors_;
+        Log(LogLevel::kWarning, "metrics: cannot read the store: %s",
+            (!objects.ok() ? objects.status() : devices.status()).ToString());
+      }
       data_ = std::move(d);
       taken_at_ = g;
     }
     return data_;
+  }
+  uint64_t errors() {
+    std::lock_guard lock(mu_);
+    return errors_;
   }
 
  private:
@@ -75,6 +100,7 @@ class StoreSnapshot {
   std::mutex mu_;
   std::shared_ptr<const Data> data_;  // guarded by mu_
   uint64_t taken_at_ = 0;             // guarded by mu_
+  uint64_t errors_ = 0;               // guarded by mu_
 };
 
 uint64_t CounterOf(const store::DeviceStatus& d, absl::string_view name) {
@@ -86,13 +112,6 @@ uint64_t CounterOf(const store::DeviceStatus& d, absl::string_view name) {
 
 double UnixSecondsOrZero(absl::Time t) {
   return t == absl::InfinitePast() ? 0 : absl::ToDoubleSeconds(t - absl::UnixEpoch());
-}
-
-// The generation every Expose bumps (see StoreSnapshot). One per process is enough: ecd has
-// one DaemonMetrics.
-std::atomic<uint64_t>& ScrapeGeneration() {
-  static std::atomic<uint64_t> g{0};
-  return g;
 }
 
 }  // namespace
@@ -153,6 +172,34 @@ DaemonMetrics::DaemonMetrics(const std::string& version)
     ec_task_[static_cast<size_t>(k)] = &ec.WithLabels({ec::TaskKindName(k)});
   }
   catalog_commit_.Get();  // Exported (at zero) before the first commit.
+
+  // The methods ecd serves: ecd.v1 from its descriptors, gRPC's health and reflection services.
+  auto add = [this](const std::string& path, RpcSeries::Body body) {
+    auto series = std::make_unique<RpcSeries>();
+    series->metrics_ = this;
+    series->label_ = path.empty() ? "unknown" : path.substr(1);
+    series->body_ = body;
+    series->duration_ = &rpc_duration_.WithLabels({series->label_});
+    series->received_ = &rpc_received_.WithLabels({series->label_});
+    series->sent_ = &rpc_sent_.WithLabels({series->label_});
+    return series;
+  };
+  const google::protobuf::FileDescriptor* file =
+      google::protobuf::DescriptorPool::generated_pool()->FindFileByName("ecd/v1/ecd.proto");
+  for (int i = 0; file != nullptr && i < file->service_count(); ++i) {
+    const google::protobuf::ServiceDescriptor* service = file->service(i);
+    for (int j = 0; j < service->method_count(); ++j) {
+      const std::string path =
+          absl::StrCat("/", service->full_name(), "/", service->method(j)->name());
+      rpc_series_[path] = add(path, RpcSeries::Body::kProtobuf);
+    }
+  }
+  for (const char* path : {"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"}) {
+    rpc_series_[path] = add(path, RpcSeries::Body::kByteBuffer);
+  }
+  const std::string reflection = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo";
+  rpc_series_[reflection] = add(reflection, RpcSeries::Body::kProtobuf);
+  unknown_rpc_ = add("", RpcSeries::Body::kUnknown);
 }
 
 std::function<void(ec::TaskKind, std::chrono::nanoseconds)> DaemonMetrics::EcTaskHook() {
@@ -166,47 +213,60 @@ std::function<void(std::chrono::nanoseconds)> DaemonMetrics::CatalogCommitHook()
   return [h](std::chrono::nanoseconds d) { h->Observe(Seconds(d)); };
 }
 
-void DaemonMetrics::RecordRpc(absl::string_view method, int code, std::chrono::nanoseconds duration,
-                              uint64_t received_bytes, uint64_t sent_bytes) {
-  const std::string m(absl::StripPrefix(method, "/"));
-  rpc_requests_.WithLabels({m, GrpcCodeName(code)}).Increment();
-  rpc_duration_.WithLabels({m}).Observe(Seconds(duration));
-  rpc_received_.WithLabels({m}).Increment(received_bytes);
-  rpc_sent_.WithLabels({m}).Increment(sent_bytes);
+void DaemonMetrics::RpcSeries::Record(int code, std::chrono::nanoseconds duration,
+                                      uint64_t received_bytes, uint64_t sent_bytes) const {
+  const size_t c = code >= 0 && code < static_cast<int>(requests_.size())
+                       ? static_cast<size_t>(code)
+                       : static_cast<size_t>(grpc::StatusCode::UNKNOWN);
+  metrics::Counter* requests = requests_[c].load(std::memory_order_acquire);
+  if (requests == nullptr) {
+    requests = &metrics_->rpc_requests_.WithLabels({label_, GrpcCodeName(static_cast<int>(c))});
+    requests_[c].store(requests, std::memory_order_release);
+  }
+  requests->Increment();
+  duration_->Observe(Seconds(duration));
+  received_->Increment(received_bytes);
+  sent_->Increment(sent_bytes);
+}
+
+const DaemonMetrics::RpcSeries* DaemonMetrics::RpcSeriesFor(absl::string_view method) const {
+  auto it = rpc_series_.find(method);
+  return it == rpc_series_.end() ? unknown_rpc_.get() : it->second.get();
 }
 
 void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuilds,
                            store::Scrubber* scrubber, store::CxlMonitor* monitor,
                            store::EventPolicy* policy) {
-  auto snapshot = std::make_shared<StoreSnapshot>(store, &ScrapeGeneration());
+  auto snapshot = std::make_shared<StoreSnapshot>(store, &scrape_generation_);
   metrics::Registry& r = registry_;
 
   // Objects and stripes.
-  auto store_sum = [snapshot](auto field) {
+  auto store_sum = [snapshot](double StoreSnapshot::Data::*field) {
     return [snapshot, field] {
-      double sum = 0;
-      for (const store::ObjectStatus& o : snapshot->Get()->objects) sum += field(o);
-      return std::vector<Sample>{{{}, sum}};
+      std::shared_ptr<const StoreSnapshot::Data> d = snapshot->Get();
+      if (!d->objects_ok) return std::vector<Sample>{};
+      return std::vector<Sample>{{{}, (*d).*field}};
     };
   };
+  using Data = StoreSnapshot::Data;
   r.AddCallback(MetricType::kGauge, "ecd_objects", "Objects stored.", {},
-                store_sum([](const store::ObjectStatus&) { return 1.0; }));
+                store_sum(&Data::objects));
   r.AddCallback(MetricType::kGauge, "ecd_stripes", "Stripes of all objects.", {},
-                store_sum([](const store::ObjectStatus& o) {
-                  return static_cast<double>(o.object.stripe_count);
-                }));
-  r.AddCallback(
-      MetricType::kGauge, "ecd_object_bytes", "Bytes of all objects (their sizes).", {},
-      store_sum([](const store::ObjectStatus& o) { return static_cast<double>(o.object.size); }));
+                store_sum(&Data::stripes));
+  r.AddCallback(MetricType::kGauge, "ecd_object_bytes", "Bytes of all objects (their sizes).", {},
+                store_sum(&Data::bytes));
   r.AddCallback(MetricType::kGauge, "ecd_degraded_stripes",
                 "Stripes with fewer than M+K healthy blocks (readable, redundancy reduced).", {},
-                store_sum([](const store::ObjectStatus& o) {
-                  return static_cast<double>(o.degraded_stripes);
-                }));
-  r.AddCallback(
-      MetricType::kGauge, "ecd_lost_stripes",
-      "Stripes with fewer than M healthy blocks (their data cannot be read).", {},
-      store_sum([](const store::ObjectStatus& o) { return static_cast<double>(o.lost_stripes); }));
+                store_sum(&Data::degraded));
+  r.AddCallback(MetricType::kGauge, "ecd_lost_stripes",
+                "Stripes with fewer than M healthy blocks (their data cannot be read).", {},
+                store_sum(&Data::lost));
+  r.AddCallback(MetricType::kCounter, "ecd_metrics_store_errors_total",
+                "Scrapes that could not read the store (its families were left out of them).", {},
+                [snapshot] {
+                  snapshot->Get();
+                  return std::vector<Sample>{{{}, static_cast<double>(snapshot->errors())}};
+                });
 
   // Devices.
   auto per_device = [snapshot](auto value) {
@@ -437,7 +497,8 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
 }
 
 std::string DaemonMetrics::Expose() const {
-  ScrapeGeneration().fetch_add(1);
+  std::lock_guard lock(expose_mu_);
+  scrape_generation_.fetch_add(1);
   return registry_.Expose();
 }
 

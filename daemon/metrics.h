@@ -8,9 +8,13 @@
 #define ECD_DAEMON_METRICS_H_
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/strings/string_view.h"
@@ -34,10 +38,35 @@ class DaemonMetrics {
   std::function<void(ec::TaskKind, std::chrono::nanoseconds)> EcTaskHook();
   std::function<void(std::chrono::nanoseconds)> CatalogCommitHook();
 
-  // One finished RPC: its method ("ecd.v1.Objects/Encode"), gRPC status code, duration and
-  // the bytes of the messages it received and sent (protobuf encoding).
-  void RecordRpc(absl::string_view method, int code, std::chrono::nanoseconds duration,
-                 uint64_t received_bytes, uint64_t sent_bytes);
+  // The series of one gRPC method, looked up once per call; recording touches atomics only.
+  class RpcSeries {
+   public:
+    // How the method's messages reach an interceptor.
+    enum class Body {
+      kProtobuf,    // google::protobuf::MessageLite (ecd.v1, server reflection)
+      kByteBuffer,  // grpc::ByteBuffer (gRPC's own health service)
+      kUnknown,     // a method ecd does not serve: nothing is read from its messages
+    };
+    Body body() const { return body_; }
+    // One finished call: gRPC status code, duration, bytes received and sent.
+    void Record(int code, std::chrono::nanoseconds duration, uint64_t received_bytes,
+                uint64_t sent_bytes) const;
+
+   private:
+    friend class DaemonMetrics;
+    DaemonMetrics* metrics_ = nullptr;
+    std::string label_;  // "ecd.v1.Objects/Encode", or "unknown"
+    Body body_ = Body::kUnknown;
+    metrics::Histogram* duration_ = nullptr;
+    metrics::Counter* received_ = nullptr;
+    metrics::Counter* sent_ = nullptr;
+    // By status code, created on first use (the lock is taken once per method and code).
+    mutable std::array<std::atomic<metrics::Counter*>, 17> requests_{};
+  };
+  // The series of `method` ("/ecd.v1.Objects/Encode"): every method ecd serves has its own; any
+  // other path a client sends shares the "unknown" series, so clients cannot add labels.
+  // Never null; valid as long as the metrics.
+  const RpcSeries* RpcSeriesFor(absl::string_view method) const;
 
   // Registers the scrape-time families over these sources. Call once, before serving.
   // REQUIRES: all of them outlive the metrics' last Expose().
@@ -56,6 +85,12 @@ class DaemonMetrics {
   metrics::Family<metrics::Counter>& rpc_sent_;
   metrics::Family<metrics::Histogram>& catalog_commit_;
   std::array<metrics::Histogram*, 4> ec_task_;  // by ec::TaskKind
+  // Built in the constructor, read-only after: no lock on the RPC path.
+  std::map<std::string, std::unique_ptr<RpcSeries>, std::less<>> rpc_series_;
+  std::unique_ptr<RpcSeries> unknown_rpc_;
+  // One scrape at a time: the store snapshot is taken once per Expose (scrape_generation_).
+  mutable std::mutex expose_mu_;
+  mutable std::atomic<uint64_t> scrape_generation_{0};
 };
 
 // The gRPC name of a status code ("OK", "NOT_FOUND", ...).

@@ -43,7 +43,7 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 }
 
 std::vector<double> LatencyBuckets() {
-  // 50 us x 2.5^k: 50 us, 125 us, ... up to about 30 s.
+  // 50 us x 2.5^k, k = 0..14: 50 us, 125 us, ... 18.6 s.
   return ExponentialBuckets(50e-6, 2.5, 15);
 }
 

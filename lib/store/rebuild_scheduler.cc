@@ -251,11 +251,13 @@ void RebuildScheduler::Run(RebuildJob& job) {
           {
             std::lock_guard<std::mutex> lock(mu_);
             RebuildJob& live = jobs_[job.id];
-            live.blocks_checked = before.blocks_checked + now.blocks_checked;
-            live.blocks_moved = before.blocks_moved + now.blocks_rebuilt;
-            if (before.bytes_moved + now.bytes_rebuilt != live.bytes_moved) {
+            // Progress: bytes moved, or blocks checked (a scan that finds nothing to move).
+            if (before.bytes_moved + now.bytes_rebuilt != live.bytes_moved ||
+                before.blocks_checked + now.blocks_checked != live.blocks_checked) {
               last_progress_ = absl::Now();
             }
+            live.blocks_checked = before.blocks_checked + now.blocks_checked;
+            live.blocks_moved = before.blocks_moved + now.blocks_rebuilt;
             live.bytes_moved = before.bytes_moved + now.bytes_rebuilt;
             if (now.stripes_total > 0) {
               current_fraction_ =

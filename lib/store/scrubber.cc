@@ -15,18 +15,22 @@ namespace {
 // Catalog meta key: when the last background pass finished, in Unix milliseconds.
 constexpr char kLastFinishedKey[] = "scrub/last_finished_unix_ms";
 
+// Every count of a RecoverProgress.
+constexpr uint64_t RecoverProgress::*kCounts[] = {
+    &RecoverProgress::stripes_total,     &RecoverProgress::stripes_done,
+    &RecoverProgress::blocks_checked,    &RecoverProgress::bytes_checked,
+    &RecoverProgress::blocks_unreadable, &RecoverProgress::blocks_corrupt,
+    &RecoverProgress::parity_mismatches, &RecoverProgress::lost_stripes,
+    &RecoverProgress::blocks_rebuilt,    &RecoverProgress::bytes_rebuilt,
+    &RecoverProgress::blocks_relocated};
+
 void Add(RecoverProgress& into, const RecoverProgress& p) {
-  into.stripes_total += p.stripes_total;
-  into.stripes_done += p.stripes_done;
-  into.blocks_checked += p.blocks_checked;
-  into.bytes_checked += p.bytes_checked;
-  into.blocks_unreadable += p.blocks_unreadable;
-  into.blocks_corrupt += p.blocks_corrupt;
-  into.parity_mismatches += p.parity_mismatches;
-  into.lost_stripes += p.lost_stripes;
-  into.blocks_rebuilt += p.blocks_rebuilt;
-  into.bytes_rebuilt += p.bytes_rebuilt;
-  into.blocks_relocated += p.blocks_relocated;
+  for (auto count : kCounts) into.*count += p.*count;
+}
+
+// into += now - before, count by count (now >= before).
+void AddSince(RecoverProgress& into, const RecoverProgress& now, const RecoverProgress& before) {
+  for (auto count : kCounts) into.*count += now.*count - before.*count;
 }
 
 }  // namespace
@@ -54,11 +58,14 @@ bool Scrubber::Wait(absl::Duration d) {
   return !stop_;
 }
 
-void Scrubber::Account(const ScrubReport& report) {
+void Scrubber::Account(const ScrubReport& report, ScrubReport& accounted) {
   std::lock_guard lock(mu_);
-  Add(status_.found_total, report.found);
-  status_.objects_failed_total += report.objects_failed;
-  status_.objects_scrubbed_total += report.objects_done;
+  AddSince(status_.found_total, report.found, accounted.found);
+  status_.objects_failed_total += report.objects_failed - accounted.objects_failed;
+  status_.objects_scrubbed_total += report.objects_done - accounted.objects_done;
+  accounted.found = report.found;
+  accounted.objects_failed = report.objects_failed;
+  accounted.objects_done = report.objects_done;
 }
 
 absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
@@ -80,6 +87,7 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
     return cancelled && cancelled();
   };
   ScrubReport report;
+  ScrubReport accounted;  // What of `report` is in status_ already: totals move as work is done.
   report.objects_total = list.size();
   const Pacer pacer(options.rate_bytes_per_sec);
   RecoverOptions recover;
@@ -100,6 +108,7 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
         [&](const RecoverProgress& now) {
           report.found = before;
           Add(report.found, now);
+          Account(report, accounted);
           if (progress) progress(report);
           (void)Wait(pacer.Delay(report.found.bytes_checked));  // A stop is seen by Recover.
         },
@@ -120,9 +129,10 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
       Log(LogLevel::kError, "scrub of %s: %s", name, done.status().message());
     }
     ++report.objects_done;
+    Account(report, accounted);
   }
   report.current.clear();
-  Account(report);
+  Account(report, accounted);
   if (!stopped.ok()) return stopped;
   if (progress) progress(report);
   return report;

@@ -88,7 +88,8 @@ class Scrubber {
   void Loop();
   // Waits up to `d`; false if the scrubber is stopping.
   bool Wait(absl::Duration d);
-  void Account(const ScrubReport& report);
+  // Adds what `report` found since `accounted` to the totals, and moves `accounted` up to it.
+  void Account(const ScrubReport& report, ScrubReport& accounted);
 
   Store* const store_;
   const ScrubberOptions options_;

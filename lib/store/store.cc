@@ -1054,8 +1054,14 @@ absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
   absl::StatusOr<std::vector<ObjectRecord>> objects = catalog_->ListObjects();
   if (!objects.ok()) return objects.status();
   std::vector<ObjectStatus> out;
-  for (const ObjectRecord& o : *objects) {
-    absl::StatusOr<ObjectStatus> s = Health(o, false, false, /*per_stripe=*/false);
+  for (const ObjectRecord& listed : *objects) {
+    // Each object under its shared lock, as it is now: an update or delete that ran since the
+    // listing must not show up as missing (lost) blocks.
+    ObjectLocks::Guard guard(*locks_, listed.name, /*exclusive=*/false);
+    absl::StatusOr<ObjectRecord> o = catalog_->GetObject(listed.name);
+    if (absl::IsNotFound(o.status())) continue;  // deleted meanwhile
+    if (!o.ok()) return o.status();
+    absl::StatusOr<ObjectStatus> s = Health(*o, false, false, /*per_stripe=*/false);
     if (!s.ok()) return s.status();
     out.push_back(std::move(*s));
   }

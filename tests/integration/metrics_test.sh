@@ -78,6 +78,25 @@ expect_metric 'ecd_rpc_requests_total{method="ecd.v1.Objects/Read",code="OK"}' 1
 ecctl read missing -o "$WORK/x" >/dev/null 2>&1 && fail "read of a missing object succeeded"
 expect_metric 'ecd_rpc_requests_total{method="ecd.v1.Objects/Read",code="NOT_FOUND"}' 1
 
+step "health checks and unknown methods are counted without reading their messages"
+/usr/bin/python3 - "$ADDR" <<'PY' || fail "health check or unknown method through gRPC"
+import sys, grpc
+channel = grpc.insecure_channel(sys.argv[1])
+# grpc.health.v1.Health/Check with an empty request (service ""): SERVING is field 1 = 1.
+reply = channel.unary_unary("/grpc.health.v1.Health/Check")(b"", timeout=10)
+assert reply == b"\x08\x01", reply
+try:
+    channel.unary_unary("/no.such.Service/Method")(b"", timeout=10)
+    sys.exit("an unknown method answered")
+except grpc.RpcError as e:
+    assert e.code() == grpc.StatusCode.UNIMPLEMENTED, e.code()
+PY
+kill -0 "$ECD_PID" || fail "ecd died on a health check"
+expect_metric 'ecd_rpc_requests_total{method="grpc.health.v1.Health/Check",code="OK"}' 1
+expect_metric 'ecd_rpc_sent_bytes_total{method="grpc.health.v1.Health/Check"}' 2
+expect_metric 'ecd_rpc_requests_total{method="unknown",code="UNIMPLEMENTED"}' 1
+curl -sf "http://$METRICS/metrics" | grep -q 'no.such' && fail "a client-chosen method name became a label"
+
 step "failing a device flips its state gauge and degrades the stripe"
 dev=$(ecctl --json stat obj --blocks | python3 -c 'import json,sys; print(json.load(sys.stdin)["object"]["stripes"][0]["blocks"][0]["device"])')
 expect_metric "ecd_device_state{device=\"$dev\",state=\"online\"}" 1
