@@ -267,7 +267,10 @@ PrpFetchInfo PrpFetchManager::FillSet(IndexState& s, uint16_t prp_index, int buf
   }
   h.prp_index = prp_index;
   h.ping_or_pong = static_cast<uint8_t>(buffer);
-  h.no_of_desc_rem = static_cast<uint16_t>(s.desc_rem);
+  // Only an error set can have more than the 10-bit field holds left (Begin admits at most
+  // 1023 + B entries, so a clean first set leaves at most 1023): it carries the field's maximum.
+  h.no_of_desc_rem =
+      static_cast<uint16_t>(std::min<uint64_t>(s.desc_rem, Mask(kNoOfDescRem.width)));
   h.error_code = error;
   h.valid_entries = static_cast<uint8_t>(got);
 

@@ -24,7 +24,9 @@
 //   the read).
 // - PRP errors found in host memory are not absl errors: Begin/Fetch succeed and the set's header
 //   carries error_code (kPrpOffsetInvalid or kDataTransferError) with valid_entries = the number of
-//   good entries fetched into this buffer before the bad one. The caller must fail the command
+//   good entries fetched into this buffer before the bad one. Its data_size_rem and no_of_desc_rem
+//   are what the walk left; no_of_desc_rem is capped at 1023, the field's maximum, when the first
+//   set of a list longer than that fails. The caller must fail the command
 //   (moving no data) and Release the index; no further Fetch is allowed for it. absl errors report
 //   misuse of the API (bad arguments, stale requests, no free index).
 // - Because no_of_desc_rem has 10 bits, Begin refuses a transfer needing more than 1023 + B list

@@ -793,6 +793,26 @@ TEST(PrpFetchManagerTest, ChainIntoUnreadableMemory) {
   EXPECT_EQ(m->Fetch(*h).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// Found by tests/fuzz/prp_fetch_fuzz.cc: the first set of a list of 1023 + B entries that fails
+// at once leaves 1023 + B entries, more than the 10-bit no_of_desc_rem holds. The header must
+// still pass Check(), so that Pack (`ecd-nvme prp-walk` prints it packed) keeps every field.
+TEST(PrpFetchManagerTest, ErrorInTheFirstSetOfTheLongestListFitsTheHeader) {
+  FakeHost host(kBase, k4K);
+  auto m = MakeManager(host);
+  ASSERT_NE(m, nullptr);
+  const uint64_t entries = 1023 + m->entries_per_buffer();
+  absl::StatusOr<PrpFetchInfo> h = m->Begin(kBase + 16 * k4K, entries * k4K);  // unreadable
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->error_code, kDataTransferError);
+  EXPECT_EQ(h->valid_entries, 0);
+  EXPECT_EQ(h->data_size_rem, entries * k4K);
+  EXPECT_EQ(h->no_of_desc_rem, 1023);
+  EXPECT_TRUE(h->Check().ok()) << h->Check();
+  absl::StatusOr<PrpFetchInfo> back = PrpFetchInfo::Unpack(h->Pack());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, *h);
+}
+
 // ------------------------------------------------------------------------------------------------
 // The request protocol.
 

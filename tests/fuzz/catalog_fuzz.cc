@@ -53,41 +53,60 @@ struct Value {
   std::string s;  // text or blob
 };
 
+Value IntValue(int64_t i) {
+  Value v;
+  v.type = SQLITE_INTEGER;
+  v.i = i;
+  return v;
+}
+Value TextValue(std::string s) {
+  Value v;
+  v.type = SQLITE_TEXT;
+  v.s = std::move(s);
+  return v;
+}
+Value RealValue(double d) {
+  Value v;
+  v.type = SQLITE_FLOAT;
+  v.d = d;
+  return v;
+}
+
 // Values that real rows hold, and their near misses.
 Value Typical(uint8_t k) {
   static const Value kValues[] = {
-      {SQLITE_INTEGER, 0},
-      {SQLITE_INTEGER, 1},
-      {SQLITE_INTEGER, 2},
-      {SQLITE_INTEGER, 4},
-      {SQLITE_INTEGER, 64},
-      {SQLITE_INTEGER, 4096},
-      {SQLITE_INTEGER, 1 << 20},
-      {SQLITE_INTEGER, int64_t{1} << 30},
-      {SQLITE_INTEGER, int64_t{1} << 32},
-      {SQLITE_INTEGER, -1},
-      {SQLITE_INTEGER, INT64_MAX},
-      {SQLITE_INTEGER, INT64_MIN},
-      {SQLITE_INTEGER, 0xDEADBEEF},
-      {SQLITE_INTEGER, 129},
-      {SQLITE_INTEGER, 33},
-      {SQLITE_INTEGER, 100},
-      {SQLITE_TEXT, 0, 0, "online"},
-      {SQLITE_TEXT, 0, 0, "failed"},
-      {SQLITE_TEXT, 0, 0, "failing"},
-      {SQLITE_TEXT, 0, 0, "pending"},
-      {SQLITE_TEXT, 0, 0, "committed"},
-      {SQLITE_TEXT, 0, 0, "cauchy"},
-      {SQLITE_TEXT, 0, 0, "vandermonde"},
-      {SQLITE_TEXT, 0, 0, "Cauchy"},
-      {SQLITE_TEXT, 0, 0, ""},
-      {SQLITE_TEXT, 0, 0, "devices/nvme0.ns"},
-      {SQLITE_TEXT, 0, 0, "a"},
-      {SQLITE_TEXT, 0, 0, "device_failing/0"},
-      {SQLITE_TEXT, 0, 0, "device_failing/1"},
-      {SQLITE_TEXT, 0, 0, "schema_version"},
-      {SQLITE_TEXT, 0, 0, "12"},
-      {SQLITE_FLOAT, 0, 1.5},
+      IntValue(0),
+      IntValue(1),
+      IntValue(2),
+      IntValue(4),
+      IntValue(64),
+      IntValue(4096),
+      IntValue(1 << 20),
+      IntValue(int64_t{1} << 30),
+      IntValue(int64_t{1} << 32),
+      IntValue(-1),
+      IntValue(INT64_MAX),
+      IntValue(INT64_MIN),
+      IntValue(0xDEADBEEF),
+      IntValue(129),
+      IntValue(33),
+      IntValue(100),
+      TextValue("online"),
+      TextValue("failed"),
+      TextValue("failing"),
+      TextValue("pending"),
+      TextValue("committed"),
+      TextValue("cauchy"),
+      TextValue("vandermonde"),
+      TextValue("Cauchy"),
+      TextValue(""),
+      TextValue("devices/nvme0.ns"),
+      TextValue("a"),
+      TextValue("device_failing/0"),
+      TextValue("device_failing/1"),
+      TextValue("schema_version"),
+      TextValue("12"),
+      RealValue(1.5),
   };
   return kValues[k % (sizeof(kValues) / sizeof(kValues[0]))];
 }
@@ -453,7 +472,7 @@ void CheckCatalog(Catalog& c, const std::string& probe_name, int64_t probe_id) {
     std::vector<std::optional<ObjectRecord>> first;
     raw.Query(absl::StrCat("SELECT ", kObjectColumns,
                            " FROM objects WHERE name = ? AND state = 'committed'"),
-              {Value{SQLITE_TEXT, 0, 0, name}}, [&](sqlite3_stmt* st) {
+              {TextValue(name)}, [&](sqlite3_stmt* st) {
                 if (first.empty()) first.push_back(RefObject(st));
               });
     absl::StatusOr<ObjectRecord> got = c.GetObject(name);
@@ -477,14 +496,14 @@ void CheckCatalog(Catalog& c, const std::string& probe_name, int64_t probe_id) {
   for (int64_t id : ids) {
     std::vector<std::optional<BlockRecord>> of;
     raw.Query(absl::StrCat("SELECT ", kBlockColumns, " FROM blocks WHERE object_id = ?"),
-              {Value{SQLITE_INTEGER, id}}, [&](sqlite3_stmt* st) { of.push_back(RefBlock(st)); });
+              {IntValue(id)}, [&](sqlite3_stmt* st) { of.push_back(RefBlock(st)); });
     CheckRows(Collect([&](auto fn) { return c.ForEachBlockOf(id, fn); }), of);
     for (auto [first, count] : {std::pair<uint64_t, uint64_t>{0, INT64_MAX}, {1, 2}}) {
       std::vector<std::optional<BlockRecord>> range;
       raw.Query(absl::StrCat("SELECT ", kBlockColumns,
                              " FROM blocks WHERE object_id = ? AND stripe >= ? AND stripe < ?"),
-                {Value{SQLITE_INTEGER, id}, Value{SQLITE_INTEGER, static_cast<int64_t>(first)},
-                 Value{SQLITE_INTEGER, static_cast<int64_t>(first + count)}},
+                {IntValue(id), IntValue(static_cast<int64_t>(first)),
+                 IntValue(static_cast<int64_t>(first + count))},
                 [&](sqlite3_stmt* st) { range.push_back(RefBlock(st)); });
       CheckRows(c.GetBlocks(id, first, count), range);
     }

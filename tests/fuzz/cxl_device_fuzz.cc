@@ -201,7 +201,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint8_t log_byte = in.U8();
         RawEventRecord rec{};
         const std::vector<uint8_t> head = in.Bytes(in.U8() % (kEventRecordSize + 1));
-        std::memcpy(rec.data(), head.data(), head.size());
+        std::copy(head.begin(), head.end(), rec.begin());
         const int before = interrupts;
         absl::StatusOr<InsertResult> r = dev.InsertRecord(static_cast<EventLog>(log_byte), rec);
         if (log_byte >= kNumDeviceEventLogs) {

@@ -121,13 +121,14 @@ struct Harness {
     }
     m.fetched += got.size();
     const uint64_t total = (m.list_bytes + page - 1) / page;
+    const uint64_t covered = m.fetched * page;
+    FUZZ_CHECK(h.data_size_rem == (m.list_bytes > covered ? m.list_bytes - covered : 0));
     if (h.error_code != kNoError) {
       FUZZ_CHECK(!m.reference.complete);
+      FUZZ_CHECK(h.no_of_desc_rem == std::min<uint64_t>(total - m.fetched, 1023));
       m.failed = true;
       ++error_sets;
     } else {
-      const uint64_t covered = m.fetched * page;
-      FUZZ_CHECK(h.data_size_rem == (m.list_bytes > covered ? m.list_bytes - covered : 0));
       FUZZ_CHECK(h.no_of_desc_rem == total - m.fetched);
       FUZZ_CHECK(h.no_of_desc_rem == (h.data_size_rem + page - 1) / page);
       FUZZ_CHECK((h.host_addr == 0) == (h.no_of_desc_rem == 0));
@@ -249,7 +250,7 @@ struct Harness {
 void CheckRawCodecs(fuzz::Reader& in) {
   const std::vector<uint8_t> raw = in.Bytes(16);
   std::array<uint8_t, 16> b{};
-  std::memcpy(b.data(), raw.data(), raw.size());
+  std::copy(raw.begin(), raw.end(), b.begin());
   absl::StatusOr<PrpFetchInfo> h = PrpFetchInfo::Unpack(b);
   const bool bit93 = (b[11] >> 5) & 1;
   FUZZ_CHECK(h.ok() == !bit93);

@@ -77,9 +77,9 @@ Result ReferenceWalk(const HostMemory& mem, uint64_t page, uint64_t prp1, uint64
     rem = 0;
   }
   if (rem > 0) {
-    if ((prp2 & 7) != 0) return r;
     uint64_t n = (rem + page - 1) / page;
     r.list_entries = n;
+    if ((prp2 & 7) != 0) return r;
     uint64_t addr = prp2;
     while (n > 0) {
       uint64_t v = 0;
