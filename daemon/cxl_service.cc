@@ -4,6 +4,9 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/cxl/event_drain.h"
@@ -66,6 +69,16 @@ const char* ModeName(cxl::InterruptMode m) {
     default:
       return "reserved";
   }
+}
+
+// A JSON number (a double) as a T: NaN is 0 and values outside T's range saturate at its ends.
+// A plain static_cast is undefined behaviour for those, and a line's numbers are anyone's.
+template <typename T>
+T Saturate(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
 }
 
 absl::StatusOr<cxl::InterruptMode> ParseMode(const std::string& s) {
@@ -304,20 +317,20 @@ absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
   else if (log == "Fatal" || log == "3")
     e.log = 3;
   else
-    e.log = static_cast<int>(num("log"));
-  const auto flags = static_cast<uint32_t>(num("hdr_flags"));
+    e.log = Saturate<int>(num("log"));
+  const auto flags = Saturate<uint32_t>(num("hdr_flags"));
   e.severity = static_cast<int>(flags & cxl::kFlagSeverityMask);
   e.permanent = (flags & cxl::kFlagPermanentCondition) != 0;
   e.maintenance_needed = (flags & cxl::kFlagMaintenanceNeeded) != 0;
   e.performance_degraded = (flags & cxl::kFlagPerformanceDegraded) != 0;
   e.replacement_needed = (flags & cxl::kFlagHardwareReplacementNeeded) != 0;
-  e.dpa = static_cast<uint64_t>(num("dpa")) & cxl::kDpaMask;
-  e.descriptor = static_cast<uint8_t>(num("descriptor"));
-  e.health_status = static_cast<uint8_t>(num("health_status"));
-  e.media_status = static_cast<uint8_t>(num("media_status"));
-  e.additional_status = static_cast<uint8_t>(num("add_status"));
-  e.life_used = static_cast<uint8_t>(num("life_used"));
-  e.temperature = static_cast<int16_t>(num("device_temp"));
+  e.dpa = Saturate<uint64_t>(num("dpa")) & cxl::kDpaMask;
+  e.descriptor = Saturate<uint8_t>(num("descriptor"));
+  e.health_status = Saturate<uint8_t>(num("health_status"));
+  e.media_status = Saturate<uint8_t>(num("media_status"));
+  e.additional_status = Saturate<uint8_t>(num("add_status"));
+  e.life_used = Saturate<uint8_t>(num("life_used"));
+  e.temperature = Saturate<int16_t>(num("device_temp"));
   e.description = line;
   return e;
 }

@@ -42,7 +42,9 @@ class CxlService final : public v1::Cxl::Service {
 };
 
 // The policy's view of one JSON line printed by `cxl monitor` (or `ecctl cxl decode`).
-// InvalidArgument for a line that is not a JSON object or names no cxl_* event.
+// InvalidArgument for a line that is not a JSON object or names no cxl_* event. Numbers are
+// JSON doubles: a missing or unparsable one is 0, one outside its field's range saturates (a
+// negative one is 0), and a DPA above 2^53 comes out rounded as a double.
 absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
                                                        uint32_t default_device);
 
