@@ -4,10 +4,13 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <climits>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -131,6 +134,7 @@ class Statement {
   }
 
   int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  int Type(int col) const { return sqlite3_column_type(stmt_, col); }
   std::string Text(int col) const {
     const unsigned char* t = sqlite3_column_text(stmt_, col);
     return t == nullptr ? std::string()
@@ -176,18 +180,106 @@ class Transaction {
   bool done_ = false;
 };
 
-ObjectRecord ReadObject(const Statement& s) {
+// Reads the columns of one row into a record's fields, checking that each value fits its field:
+// an INTEGER in the field's range, TEXT, or a name the store knows. The first one that does not
+// (a NULL, a real, a blob, a negative size, an unknown state) makes status() DataLoss naming the
+// row and the column. Such a row was not written by ecd: the store must not act on it (a zero
+// block size would divide by zero, an unknown matrix would decode with the wrong one). The row is
+// named by its `key` columns, read only on failure: reading a column as text converts it, after
+// which its type is no longer reliable.
+class RowDecoder {
+ public:
+  RowDecoder(const Statement& s, const char* table,
+             std::initializer_list<std::pair<const char*, int>> key)
+      : s_(s), table_(table), key_(key) {}
+
+  int64_t Int(int col, const char* name, int64_t min = INT64_MIN, int64_t max = INT64_MAX) {
+    if (!status_.ok()) return 0;
+    if (s_.Type(col) != SQLITE_INTEGER) {
+      Fail(name, absl::StrCat("holds ", Describe(col), ", not an integer"));
+      return 0;
+    }
+    const int64_t v = s_.Int(col);
+    if (v < min || v > max) {
+      Fail(name, absl::StrCat("holds ", v, ", outside ", min, "..", max));
+      return 0;
+    }
+    return v;
+  }
+  std::string Text(int col, const char* name) {
+    if (!status_.ok()) return "";
+    if (s_.Type(col) != SQLITE_TEXT) {
+      Fail(name, absl::StrCat("holds ", Describe(col), ", not text"));
+      return "";
+    }
+    return s_.Text(col);
+  }
+  void Fail(const char* name, absl::string_view why) {
+    if (!status_.ok()) return;
+    std::string row = table_;
+    for (const auto& [column, index] : key_)
+      absl::StrAppend(&row, " ", column, "=", s_.Text(index));
+    status_ = absl::DataLossError(
+        absl::StrCat("catalog row ", row, ": ", name, " ", why,
+                     "; the catalog was changed outside ecd or is damaged (docs/catalog.md)"));
+  }
+  const absl::Status& status() const { return status_; }
+
+ private:
+  std::string Describe(int col) const {
+    switch (s_.Type(col)) {
+      case SQLITE_NULL:
+        return "NULL";
+      case SQLITE_FLOAT:
+        return absl::StrCat("the real ", s_.Text(col));
+      case SQLITE_BLOB:
+        return "a blob";
+      case SQLITE_TEXT:
+        return absl::StrCat("the text \"", s_.Text(col), "\"");
+      default:
+        return s_.Text(col);
+    }
+  }
+
+  const Statement& s_;
+  const char* const table_;
+  const std::vector<std::pair<const char*, int>> key_;
+  absl::Status status_;
+};
+
+constexpr int64_t kU32Max = UINT32_MAX;
+
+absl::StatusOr<ObjectRecord> ReadObject(const Statement& s) {
+  RowDecoder r(s, "objects", {{"id", 0}});
   ObjectRecord o;
-  o.id = s.Int(0);
-  o.name = s.Text(1);
-  o.size = static_cast<uint64_t>(s.Int(2));
-  o.data_blocks = static_cast<uint32_t>(s.Int(3));
-  o.parity_blocks = static_cast<uint32_t>(s.Int(4));
-  o.matrix = s.Text(5) == "vandermonde" ? ec::MatrixType::kVandermonde : ec::MatrixType::kCauchy;
-  o.block_size = static_cast<uint64_t>(s.Int(6));
-  o.stripe_count = static_cast<uint64_t>(s.Int(7));
-  o.created_unix_ms = s.Int(8);
-  o.version = static_cast<uint64_t>(s.Int(9));
+  o.id = r.Int(0, "id");
+  o.name = r.Text(1, "name");
+  o.size = static_cast<uint64_t>(r.Int(2, "size", 0));
+  o.data_blocks = static_cast<uint32_t>(r.Int(3, "data_blocks", 0, kU32Max));
+  o.parity_blocks = static_cast<uint32_t>(r.Int(4, "parity_blocks", 0, kU32Max));
+  const std::string matrix = r.Text(5, "matrix");
+  o.block_size = static_cast<uint64_t>(r.Int(6, "block_size", 0));
+  o.stripe_count = static_cast<uint64_t>(r.Int(7, "stripe_count", 0));
+  o.created_unix_ms = r.Int(8, "created_unix_ms");
+  o.version = static_cast<uint64_t>(r.Int(9, "version", 0));
+  if (!r.status().ok()) return r.status();
+  if (matrix == "vandermonde") {
+    o.matrix = ec::MatrixType::kVandermonde;
+  } else if (matrix == "cauchy") {
+    o.matrix = ec::MatrixType::kCauchy;
+  } else {
+    r.Fail("matrix", absl::StrCat("is \"", matrix, "\", not cauchy or vandermonde"));
+  }
+  if (absl::Status v =
+          ec::ValidateShape(static_cast<int>(std::min<uint32_t>(o.data_blocks, INT_MAX)),
+                            static_cast<int>(std::min<uint32_t>(o.parity_blocks, INT_MAX)));
+      !v.ok()) {
+    r.Fail("data_blocks/parity_blocks", absl::StrCat("are not a shape ecd writes: ", v.message()));
+  }
+  if (absl::Status v = ec::ValidateBlockSize(o.block_size); !v.ok()) {
+    r.Fail("block_size", absl::StrCat("is not one ecd writes: ", v.message()));
+  }
+  if (!r.status().ok()) return r.status();
   return o;
 }
 
@@ -195,19 +287,23 @@ constexpr const char* kObjectColumns =
     "id, name, size, data_blocks, parity_blocks, matrix, block_size, stripe_count, "
     "created_unix_ms, version";
 
-BlockRecord ReadBlock(const Statement& s) {
+absl::StatusOr<BlockRecord> ReadBlock(const Statement& s) {
+  RowDecoder r(s, "blocks", {{"object_id", 7}, {"stripe", 0}, {"idx", 1}});
   BlockRecord b;
-  b.stripe = static_cast<uint64_t>(s.Int(0));
-  b.index = static_cast<uint32_t>(s.Int(1));
-  b.device = static_cast<uint32_t>(s.Int(2));
-  b.lba = static_cast<uint64_t>(s.Int(3));
-  b.lba_count = static_cast<uint32_t>(s.Int(4));
-  b.crc32c = static_cast<uint32_t>(s.Int(5));
-  b.corrupt = s.Int(6) != 0;
+  b.stripe = static_cast<uint64_t>(r.Int(0, "stripe", 0));
+  b.index = static_cast<uint32_t>(r.Int(1, "idx", 0, kU32Max));
+  b.device = static_cast<uint32_t>(r.Int(2, "device_id", 0, kU32Max));
+  b.lba = static_cast<uint64_t>(r.Int(3, "lba", 0));
+  b.lba_count = static_cast<uint32_t>(r.Int(4, "lba_count", 0, kU32Max));
+  b.crc32c = static_cast<uint32_t>(r.Int(5, "crc32c", 0, kU32Max));
+  b.corrupt = r.Int(6, "corrupt") != 0;
+  if (!r.status().ok()) return r.status();
   return b;
 }
 
-constexpr const char* kBlockColumns = "stripe, idx, device_id, lba, lba_count, crc32c, corrupt";
+// object_id last: only ReadBlock's error message reads it.
+constexpr const char* kBlockColumns =
+    "stripe, idx, device_id, lba, lba_count, crc32c, corrupt, object_id";
 
 }  // namespace
 
@@ -299,12 +395,18 @@ absl::StatusOr<std::vector<DeviceRecord>> Catalog::ListDevices() {
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
+    RowDecoder r(s, "devices", {{"id", 0}});
     DeviceRecord d;
-    d.id = static_cast<uint32_t>(s.Int(0));
-    d.path = s.Text(1);
-    d.size_bytes = static_cast<uint64_t>(s.Int(2));
-    d.lba_size = static_cast<uint32_t>(s.Int(3));
-    d.state = s.Text(4) == "failed" ? DeviceState::kFailed : DeviceState::kOnline;
+    d.id = static_cast<uint32_t>(r.Int(0, "id", 0, kU32Max));
+    d.path = r.Text(1, "path");
+    d.size_bytes = static_cast<uint64_t>(r.Int(2, "size_bytes", 0));
+    d.lba_size = static_cast<uint32_t>(r.Int(3, "lba_size", 0, kU32Max));
+    const std::string state = r.Text(4, "state");
+    if (r.status().ok() && state != "online" && state != "failed") {
+      r.Fail("state", absl::StrCat("is \"", state, "\", not online or failed"));
+    }
+    if (!r.status().ok()) return r.status();
+    d.state = state == "failed" ? DeviceState::kFailed : DeviceState::kOnline;
     out.push_back(std::move(d));
   }
   Statement failing(db_, "SELECT key FROM meta WHERE key LIKE 'device_failing/%'");
@@ -471,7 +573,9 @@ absl::StatusOr<std::vector<ObjectRecord>> Catalog::ListObjects() {
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    out.push_back(ReadObject(s));
+    absl::StatusOr<ObjectRecord> o = ReadObject(s);
+    if (!o.ok()) return o.status();
+    out.push_back(*std::move(o));
   }
   return out;
 }
@@ -491,7 +595,9 @@ absl::StatusOr<std::vector<BlockRecord>> Catalog::GetBlocks(int64_t object_id,
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    out.push_back(ReadBlock(s));
+    absl::StatusOr<BlockRecord> b = ReadBlock(s);
+    if (!b.ok()) return b.status();
+    out.push_back(*b);
   }
   return out;
 }
@@ -503,7 +609,9 @@ absl::Status Catalog::ForEachBlock(const std::function<void(const BlockRecord&)>
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
     if (!*row) return absl::OkStatus();
-    fn(ReadBlock(s));
+    absl::StatusOr<BlockRecord> b = ReadBlock(s);
+    if (!b.ok()) return b.status();
+    fn(*b);
   }
 }
 
@@ -517,7 +625,9 @@ absl::Status Catalog::ForEachBlockOf(int64_t object_id,
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
     if (!*row) return absl::OkStatus();
-    fn(ReadBlock(s));
+    absl::StatusOr<BlockRecord> b = ReadBlock(s);
+    if (!b.ok()) return b.status();
+    fn(*b);
   }
 }
 
@@ -548,7 +658,10 @@ absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> Catalog::BlockCountsB
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
     if (!*row) return out;
-    out.emplace_back(static_cast<uint32_t>(s.Int(0)), static_cast<uint64_t>(s.Int(1)));
+    RowDecoder r(s, "blocks", {{"device_id", 0}});
+    const auto device = static_cast<uint32_t>(r.Int(0, "device_id", 0, kU32Max));
+    if (!r.status().ok()) return r.status();
+    out.emplace_back(device, static_cast<uint64_t>(s.Int(1)));
   }
 }
 
