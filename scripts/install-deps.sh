@@ -17,6 +17,7 @@ PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-yaml curl
   prometheus
   tmux help2man groff-base
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()
