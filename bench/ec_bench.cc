@@ -114,15 +114,13 @@ void BM_CreateCodec(benchmark::State& state) {
   Report(state, m, len);
 }
 
-void CreateEngine(benchmark::State& state, std::chrono::microseconds spin) {
+void BM_CreateEngine(benchmark::State& state) {
   int m, k;
   size_t len;
   Shape(state, &m, &k, &len);
   Stripes st(m, k, len);
   auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
-  EngineOptions options{.workers = static_cast<int>(state.range(3)), .check_buffers = false};
-  options.spin = spin;
-  Engine engine(options);
+  Engine engine(EngineOptions{.workers = static_cast<int>(state.range(3)), .check_buffers = false});
   for (auto _ : state) {
     RunBatch(engine, [&](int s) {
       ecd::ec::CreateTask t{codec, {}, {}};
@@ -132,13 +130,6 @@ void CreateEngine(benchmark::State& state, std::chrono::microseconds spin) {
     });
   }
   Report(state, m, len);
-}
-
-// The engine as configured by default (workers spin briefly before sleeping).
-void BM_CreateEngine(benchmark::State& state) { CreateEngine(state, EngineOptions{}.spin); }
-// The same with spinning off: every batch pays a futex wake of the worker.
-void BM_CreateEngineNoSpin(benchmark::State& state) {
-  CreateEngine(state, std::chrono::microseconds(0));
 }
 
 // The engine kept busy, as the store's encode pipeline keeps it: the next batch is submitted
@@ -328,7 +319,6 @@ void RecoverShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_CreateRawIsal)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_CreateCodec)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_CreateEngine)->Apply([](auto* b) { Shapes(b, true); });
-BENCHMARK(BM_CreateEngineNoSpin)->Apply([](auto* b) { Shapes(b, true); });
 BENCHMARK(BM_CreateEngineStreaming)->Apply([](auto* b) { Shapes(b, true); });
 BENCHMARK(BM_RecoverRawIsal)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngine)->Apply(RecoverShapes);

@@ -14,15 +14,6 @@
 namespace ecd::ec {
 namespace {
 
-// A polite busy-wait step (the x86 PAUSE hint; elsewhere a yield).
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
 constexpr int kMaxGaloisDimension = kMaxDataBlocks + kMaxParityBlocks;
 
 template <typename Blocks>
@@ -131,9 +122,7 @@ absl::Status RunTask(const Task& task) {
 Engine::Engine(EngineOptions options)
     : check_buffers_(options.check_buffers),
       workers_(std::clamp(options.workers, 1, 256)),
-      on_task_done_(std::move(options.on_task_done)),
-      spin_(std::clamp(options.spin, std::chrono::microseconds(0),
-                       std::chrono::microseconds(10000))) {
+      on_task_done_(std::move(options.on_task_done)) {
   threads_.reserve(workers_);
   for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { Work(); });
 }
@@ -189,10 +178,9 @@ void Engine::FlushHeld() {
       for (Pending& h : held_) queue_.push_back(std::move(h));
       held_.clear();
     }
-    flushes_.fetch_add(1, std::memory_order_release);
     wake = idle_ > 0;
   }
-  // A running or spinning worker comes back for the queue before it sleeps: no wake-up needed.
+  // A running worker comes back for the queue before it sleeps: no wake-up needed.
   if (wake) ready_.notify_all();
 }
 
@@ -201,22 +189,7 @@ void Engine::Work() {
   for (;;) {
     {
       std::unique_lock lock(mu_);
-      bool spun = false;
       while (!stopping_ && head_ == queue_.size()) {
-        if (!spun && spin_.count() > 0) {
-          // Watch for the next flush a little while before sleeping: a submitter that comes
-          // back quickly (the next batch of a stream) then costs no futex wake on either side.
-          spun = true;
-          const uint64_t seen = flushes_.load(std::memory_order_acquire);
-          lock.unlock();
-          const auto until = std::chrono::steady_clock::now() + spin_;
-          while (flushes_.load(std::memory_order_acquire) == seen &&
-                 std::chrono::steady_clock::now() < until) {
-            CpuRelax();
-          }
-          lock.lock();
-          continue;
-        }
         ++idle_;
         ready_.wait(lock);
         --idle_;

@@ -22,7 +22,6 @@
 #ifndef ECD_LIB_EC_ENGINE_H_
 #define ECD_LIB_EC_ENGINE_H_
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -104,10 +103,6 @@ struct EngineOptions {
   // the time from Submit to the end of its run (queueing included). May be empty; must be
   // cheap and thread-safe (metrics).
   std::function<void(TaskKind kind, std::chrono::nanoseconds latency)> on_task_done;
-  // How long a worker that ran out of tasks watches for the next flush before it sleeps
-  // (0..10 ms). Costs up to that much CPU per idle transition; saves the wake-up latency of
-  // both the worker and the submitter when batches follow each other closely.
-  std::chrono::microseconds spin{100};
 };
 
 class Engine {
@@ -145,8 +140,6 @@ class Engine {
   const bool check_buffers_;
   const int workers_;
   const std::function<void(TaskKind, std::chrono::nanoseconds)> on_task_done_;
-  const std::chrono::microseconds spin_;
-  std::atomic<uint64_t> flushes_{0};  // Bumped (under mu_) by every flush that queues tasks.
   // held_ has its own lock so that held (kNone) submits never contend with the workers.
   std::mutex held_mu_;
   std::vector<Pending> held_;  // Submitted with kNone, not yet flushed.
