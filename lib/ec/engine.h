@@ -102,7 +102,7 @@ struct EngineOptions {
   // Called on the worker after each task ran, before its completion, with the task's kind and
   // the time from Submit to the end of its run (queueing included). May be empty; must be
   // cheap and thread-safe (metrics).
-  std::function<void(TaskKind kind, std::chrono::nanoseconds latency)> on_task_done;
+  std::function<void(TaskKind kind, std::chrono::nanoseconds latency)> on_task_done = nullptr;
 };
 
 class Engine {

@@ -1054,15 +1054,21 @@ absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
   absl::StatusOr<std::vector<ObjectRecord>> objects = catalog_->ListObjects();
   if (!objects.ok()) return objects.status();
   std::vector<ObjectStatus> out;
-  for (const ObjectRecord& listed : *objects) {
-    // Each object under its shared lock, as it is now: an update or delete that ran since the
-    // listing must not show up as missing (lost) blocks.
-    ObjectLocks::Guard guard(*locks_, listed.name, /*exclusive=*/false);
-    absl::StatusOr<ObjectRecord> o = catalog_->GetObject(listed.name);
-    if (absl::IsNotFound(o.status())) continue;  // deleted meanwhile
-    if (!o.ok()) return o.status();
-    absl::StatusOr<ObjectStatus> s = Health(*o, false, false, /*per_stripe=*/false);
+  for (ObjectRecord o : *objects) {
+    // No object lock (a repair or scrub batch may hold one for long). An object deleted or
+    // updated since the listing would show its vanished blocks as lost: such an object is
+    // looked up again, and skipped or measured as it is now.
+    absl::StatusOr<ObjectStatus> s = Health(o, false, false, /*per_stripe=*/false);
     if (!s.ok()) return s.status();
+    if (s->lost_stripes > 0) {
+      absl::StatusOr<ObjectRecord> now = catalog_->GetObject(o.name);
+      if (absl::IsNotFound(now.status())) continue;  // deleted meanwhile
+      if (!now.ok()) return now.status();
+      if (now->id != o.id || now->version != o.version) {
+        s = Health(*now, false, false, /*per_stripe=*/false);
+        if (!s.ok()) return s.status();
+      }
+    }
     out.push_back(std::move(*s));
   }
   return out;
@@ -1092,7 +1098,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
     absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
     const RecoverOptions& options) {
   RecoverProgress p;
-  uint64_t object_id = 0;
+  int64_t object_id = 0;
   std::unique_ptr<StripeBuffer> buffer;  // One stripe.
   std::unique_ptr<StripeBuffer> parity;  // K blocks: the parity the data encodes to.
   absl::Status no_space;
@@ -1112,7 +1118,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       if (batch == 0) object_id = object.id;
       if (object.id != object_id) break;  // Deleted and stored again under the same name.
       p.stripes_total = object.stripe_count;
-      if (batch >= object.stripe_count) break;
+      if (static_cast<uint64_t>(batch) >= object.stripe_count) break;
       const int m = static_cast<int>(object.data_blocks);
       const int k = static_cast<int>(object.parity_blocks);
       const int width = m + k;

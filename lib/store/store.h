@@ -203,8 +203,9 @@ class Store {
   // marking the ones that fail.
   absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify);
 
-  // All committed objects with their health, without per-stripe detail; each one read under its
-  // shared lock, so an update or delete running meanwhile is seen before or after, never half.
+  // All committed objects with their health, without per-stripe detail. Takes no object lock;
+  // an object deleted or updated while it is measured is skipped or measured again, never
+  // reported with lost stripes it does not have.
   absl::StatusOr<std::vector<ObjectStatus>> List();
 
   // Deletes an object; returns the bytes of device space freed.

@@ -81,10 +81,11 @@ wait_for() {
 }
 
 latency=$(for d in $(seq 0 7); do printf '%d=any:latency:ms=10,' "$d"; done)
-# --rebuild-rate keeps each evacuation running for a second or two, so status can see it.
+# --rebuild-rate keeps each evacuation (about 14 MiB) running for three seconds or so, so that
+# status and `rebuild wait` see it running.
 # No CXL polling: records stay in the logs until a command (or an interrupt) drains them, so the
 # cxl events -> cxl clear check below cannot race the monitor.
-start_ecd --fault-inject "${latency%,}" --rebuild-rate 8M --cxl-poll-interval 0
+start_ecd --fault-inject "${latency%,}" --rebuild-rate 4M --cxl-poll-interval 0
 
 step "on a terminal: encode, read, recover and scrub draw progress (percent, rate, ETA)"
 head -c $((32 << 20)) /dev/urandom >"$WORK/big.bin"
