@@ -44,64 +44,68 @@ std::string CpuFeatures() {
   return absl::StrJoin(out, ",");
 }
 
-// What one scrape reads from the store: computed once per scrape (the first family that asks
-// after a new Expose), shared by the families that use it.
-class StoreSnapshot {
+// A value read from its source once per scrape (by the first family that asks after a new
+// Expose) and shared by the families built on it.
+template <typename T>
+class PerScrape {
  public:
-  StoreSnapshot(store::Store* store, const std::atomic<uint64_t>* generation)
-      : store_(store), generation_(generation) {}
+  PerScrape(std::function<T()> read, const std::atomic<uint64_t>* generation)
+      : read_(std::move(read)), generation_(generation) {}
 
-  // Sums over the objects (not the objects themselves), and the devices. A source that failed
-  // (the catalog busy or broken) leaves its part empty and is counted in `errors`: its families
-  // then export no series rather than zeros that would resolve real alerts.
-  struct Data {
-    bool objects_ok = false;
-    double objects = 0, stripes = 0, bytes = 0, degraded = 0, lost = 0;
-    bool devices_ok = false;
-    std::vector<store::DeviceStatus> devices;
-  };
-  std::shared_ptr<const Data> Get() {
+  std::shared_ptr<const T> Get() {
     std::lock_guard lock(mu_);
     const uint64_t g = generation_->load();
-    if (data_ == nullptr || g != taken_at_) {
-      auto d = std::make_shared<Data>();
-      absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
-      d->objects_ok = objects.ok();
-      if (objects.ok()) {
-        for (const store::ObjectStatus& o : *objects) {
-          d->objects += 1;
-          d->stripes += static_cast<double>(o.object.stripe_count);
-          d->bytes += static_cast<double>(o.object.size);
-          d->degraded += static_cast<double>(o.degraded_stripes);
-          d->lost += static_cast<double>(o.lost_stripes);
-        }
-      }
-      absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
-      d->devices_ok = devices.ok();
-      if (devices.ok()) d->devices = *std::move(devices);
-      if (!objects.ok() || !devices.ok()) {
-        ++errors_;
-        Log(LogLevel::kWarning, "metrics: cannot read the store: %s",
-            (!objects.ok() ? objects.status() : devices.status()).ToString());
-      }
-      data_ = std::move(d);
+    if (value_ == nullptr || g != taken_at_) {
+      value_ = std::make_shared<const T>(read_());
       taken_at_ = g;
     }
-    return data_;
-  }
-  uint64_t errors() {
-    std::lock_guard lock(mu_);
-    return errors_;
+    return value_;
   }
 
  private:
-  store::Store* const store_;
+  const std::function<T()> read_;
   const std::atomic<uint64_t>* const generation_;
   std::mutex mu_;
-  std::shared_ptr<const Data> data_;  // guarded by mu_
-  uint64_t taken_at_ = 0;             // guarded by mu_
-  uint64_t errors_ = 0;               // guarded by mu_
+  std::shared_ptr<const T> value_;  // guarded by mu_
+  uint64_t taken_at_ = 0;           // guarded by mu_
 };
+
+// What a scrape reads from the store: sums over the objects (not the objects themselves), and
+// the devices. A source that failed (the catalog busy or broken) leaves its part empty and is
+// counted in `errors`: its families then export no series rather than zeros that would resolve
+// real alerts.
+struct StoreData {
+  bool objects_ok = false;
+  double objects = 0, stripes = 0, bytes = 0, degraded = 0, lost = 0;
+  bool devices_ok = false;
+  std::vector<store::DeviceStatus> devices;
+  uint64_t errors = 0;  // failed reads since ecd started, this one included
+};
+
+StoreData ReadStore(store::Store* store, std::atomic<uint64_t>& errors) {
+  StoreData d;
+  absl::StatusOr<std::vector<store::ObjectStatus>> objects = store->List();
+  d.objects_ok = objects.ok();
+  if (objects.ok()) {
+    for (const store::ObjectStatus& o : *objects) {
+      d.objects += 1;
+      d.stripes += static_cast<double>(o.object.stripe_count);
+      d.bytes += static_cast<double>(o.object.size);
+      d.degraded += static_cast<double>(o.degraded_stripes);
+      d.lost += static_cast<double>(o.lost_stripes);
+    }
+  }
+  absl::StatusOr<std::vector<store::DeviceStatus>> devices = store->ListDevices();
+  d.devices_ok = devices.ok();
+  if (devices.ok()) d.devices = *std::move(devices);
+  if (!objects.ok() || !devices.ok()) {
+    ++errors;
+    Log(LogLevel::kWarning, "metrics: cannot read the store: %s",
+        (!objects.ok() ? objects.status() : devices.status()).ToString());
+  }
+  d.errors = errors.load();
+  return d;
+}
 
 uint64_t CounterOf(const store::DeviceStatus& d, absl::string_view name) {
   for (const auto& [n, v] : d.counters) {
@@ -237,18 +241,26 @@ const DaemonMetrics::RpcSeries* DaemonMetrics::RpcSeriesFor(absl::string_view me
 void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuilds,
                            store::Scrubber* scrubber, store::CxlMonitor* monitor,
                            store::EventPolicy* policy) {
-  auto snapshot = std::make_shared<StoreSnapshot>(store, &scrape_generation_);
+  auto store_errors = std::make_shared<std::atomic<uint64_t>>(0);
+  auto snapshot = std::make_shared<PerScrape<StoreData>>(
+      [store, store_errors] { return ReadStore(store, *store_errors); }, &scrape_generation_);
+  auto rebuild_stats = std::make_shared<PerScrape<store::RebuildStats>>(
+      [rebuilds] { return rebuilds->Stats(); }, &scrape_generation_);
+  auto scrub_status = std::make_shared<PerScrape<store::ScrubberStatus>>(
+      [scrubber] { return scrubber->Status(); }, &scrape_generation_);
+  auto cxl_stats = std::make_shared<PerScrape<store::CxlMonitorStats>>(
+      [monitor] { return monitor->stats(); }, &scrape_generation_);
   metrics::Registry& r = registry_;
 
   // Objects and stripes.
-  auto store_sum = [snapshot](double StoreSnapshot::Data::*field) {
+  auto store_sum = [snapshot](double StoreData::*field) {
     return [snapshot, field] {
-      std::shared_ptr<const StoreSnapshot::Data> d = snapshot->Get();
+      std::shared_ptr<const StoreData> d = snapshot->Get();
       if (!d->objects_ok) return std::vector<Sample>{};
       return std::vector<Sample>{{{}, (*d).*field}};
     };
   };
-  using Data = StoreSnapshot::Data;
+  using Data = StoreData;
   r.AddCallback(MetricType::kGauge, "ecd_objects", "Objects stored.", {},
                 store_sum(&Data::objects));
   r.AddCallback(MetricType::kGauge, "ecd_stripes", "Stripes of all objects.", {},
@@ -264,8 +276,7 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   r.AddCallback(MetricType::kCounter, "ecd_metrics_store_errors_total",
                 "Scrapes that could not read the store (its families were left out of them).", {},
                 [snapshot] {
-                  snapshot->Get();
-                  return std::vector<Sample>{{{}, static_cast<double>(snapshot->errors())}};
+                  return std::vector<Sample>{{{}, static_cast<double>(snapshot->Get()->errors)}};
                 });
 
   // Devices.
@@ -364,17 +375,17 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
 
   // Rebuilds.
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_jobs", "Rebuild jobs waiting or running.",
-                {"state"}, [rebuilds] {
-                  const store::RebuildStats s = rebuilds->Stats();
+                {"state"}, [rebuild_stats] {
+                  const store::RebuildStats& s = *rebuild_stats->Get();
                   return std::vector<Sample>{{{"queued"}, static_cast<double>(s.queued)},
                                              {{"running"}, static_cast<double>(s.running)}};
                 });
   r.AddCallback(
       MetricType::kCounter, "ecd_rebuild_jobs_finished_total",
       "Rebuild jobs finished since ecd started, by kind and result (done, failed).",
-      {"kind", "result"}, [rebuilds] {
+      {"kind", "result"}, [rebuild_stats] {
         std::vector<Sample> out;
-        const store::RebuildStats s = rebuilds->Stats();
+        const store::RebuildStats& s = *rebuild_stats->Get();
         for (store::RebuildKind k :
              {store::RebuildKind::kEvacuateDevice, store::RebuildKind::kMediaRange,
               store::RebuildKind::kRepairObject}) {
@@ -389,14 +400,14 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       });
   r.AddCallback(
       MetricType::kCounter, "ecd_rebuild_bytes_total",
-      "Bytes rebuilt or relocated by rebuild jobs.", {}, [rebuilds] {
-        return std::vector<Sample>{{{}, static_cast<double>(rebuilds->Stats().bytes_moved)}};
+      "Bytes rebuilt or relocated by rebuild jobs.", {}, [rebuild_stats] {
+        return std::vector<Sample>{{{}, static_cast<double>(rebuild_stats->Get()->bytes_moved)}};
       });
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_eta_seconds",
                 "Estimated seconds left of the running rebuild job (absent when none runs or "
                 "before its first progress).",
-                {}, [rebuilds] {
-                  const store::RebuildStats s = rebuilds->Stats();
+                {}, [rebuild_stats] {
+                  const store::RebuildStats& s = *rebuild_stats->Get();
                   if (!s.eta) return std::vector<Sample>{};
                   return std::vector<Sample>{{{}, absl::ToDoubleSeconds(*s.eta)}};
                 });
@@ -404,14 +415,14 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       MetricType::kGauge, "ecd_rebuild_last_progress_timestamp_seconds",
       "Unix time a rebuild job last moved bytes, finished an object or started (0: "
       "never).",
-      {}, [rebuilds] {
-        return std::vector<Sample>{{{}, UnixSecondsOrZero(rebuilds->Stats().last_progress)}};
+      {}, [rebuild_stats] {
+        return std::vector<Sample>{{{}, UnixSecondsOrZero(rebuild_stats->Get()->last_progress)}};
       });
 
   // Scrub.
-  auto scrub = [scrubber](auto value) {
-    return [scrubber, value] {
-      return std::vector<Sample>{{{}, static_cast<double>(value(scrubber->Status()))}};
+  auto scrub = [scrub_status](auto value) {
+    return [scrub_status, value] {
+      return std::vector<Sample>{{{}, static_cast<double>(value(*scrub_status->Get()))}};
     };
   };
   using Scrub = store::ScrubberStatus;
@@ -432,8 +443,8 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   r.AddCallback(MetricType::kCounter, "ecd_scrub_findings_total",
                 "Damage found by scrubs, by kind: corrupt (failed CRC32C), unreadable, "
                 "parity_mismatch, lost_stripe.",
-                {"kind"}, [scrubber] {
-                  const store::RecoverProgress f = scrubber->Status().found_total;
+                {"kind"}, [scrub_status] {
+                  const store::RecoverProgress& f = scrub_status->Get()->found_total;
                   return std::vector<Sample>{
                       {{"corrupt"}, static_cast<double>(f.blocks_corrupt)},
                       {{"unreadable"}, static_cast<double>(f.blocks_unreadable)},
@@ -451,17 +462,17 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   r.AddCallback(
       MetricType::kCounter, "ecd_cxl_records_total",
       "CXL event records decoded, by device, log, record type and severity.",
-      {"device", "log", "type", "severity"}, [monitor] {
+      {"device", "log", "type", "severity"}, [cxl_stats] {
         std::vector<Sample> out;
-        for (const auto& [key, n] : monitor->stats().records_by) {
+        for (const auto& [key, n] : cxl_stats->Get()->records_by) {
           const auto& [device, log, type, severity] = key;
           out.push_back({{absl::StrCat(device), log, type, severity}, static_cast<double>(n)});
         }
         return out;
       });
-  auto per_cxl_device = [monitor](auto field) {
-    return [monitor, field] {
-      const store::CxlMonitorStats s = monitor->stats();
+  auto per_cxl_device = [cxl_stats](auto field) {
+    return [cxl_stats, field] {
+      const store::CxlMonitorStats& s = *cxl_stats->Get();
       const std::vector<uint64_t>& v = field(s);
       std::vector<Sample> out;
       for (size_t d = 0; d < v.size(); ++d) {

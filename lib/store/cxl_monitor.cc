@@ -162,11 +162,13 @@ void CxlMonitor::DrainDevice(uint32_t id) {
           Log(LogLevel::kWarning, "device %d CXL record: %s", id, w);
         }
         {
+          std::tuple<uint32_t, std::string, std::string, std::string> key{
+              id, LabelValue(cxl::EventLogName(log)),
+              LabelValue(cxl::RecordKindName(cxl::KindOf(*rec))),
+              LabelValue(cxl::SeverityName(cxl::HeaderOf(*rec).severity()))};
           std::lock_guard<std::mutex> lock(mu_);
           ++stats_.records;
-          ++stats_.records_by[{id, LabelValue(cxl::EventLogName(log)),
-                               LabelValue(cxl::RecordKindName(cxl::KindOf(*rec))),
-                               LabelValue(cxl::SeverityName(cxl::HeaderOf(*rec).severity()))}];
+          ++stats_.records_by[std::move(key)];
         }
         policy_->Handle(HealthEventFromRecord(id, log, *rec));
       },
