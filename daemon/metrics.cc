@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -120,27 +121,6 @@ double UnixSecondsOrZero(absl::Time t) {
 
 }  // namespace
 
-const char* GrpcCodeName(int code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
-}
-
 DaemonMetrics::DaemonMetrics(const std::string& version)
     : rpc_requests_(registry_.AddCounter("ecd_rpc_requests_total",
                                          "gRPC requests finished, by method and status code.",
@@ -224,7 +204,9 @@ void DaemonMetrics::RpcSeries::Record(int code, std::chrono::nanoseconds duratio
                        : static_cast<size_t>(grpc::StatusCode::UNKNOWN);
   metrics::Counter* requests = requests_[c].load(std::memory_order_acquire);
   if (requests == nullptr) {
-    requests = &metrics_->rpc_requests_.WithLabels({label_, GrpcCodeName(static_cast<int>(c))});
+    // gRPC's codes are absl's, with the same canonical names ("NOT_FOUND").
+    requests = &metrics_->rpc_requests_.WithLabels(
+        {label_, absl::StatusCodeToString(static_cast<absl::StatusCode>(c))});
     requests_[c].store(requests, std::memory_order_release);
   }
   requests->Increment();

@@ -75,7 +75,6 @@ class DaemonMetrics {
 
   // The whole exposition, text format 0.0.4.
   std::string Expose() const;
-  metrics::Registry& registry() { return registry_; }
 
  private:
   metrics::Registry registry_;
@@ -92,9 +91,6 @@ class DaemonMetrics {
   mutable std::mutex expose_mu_;
   mutable std::atomic<uint64_t> scrape_generation_{0};
 };
-
-// The gRPC name of a status code ("OK", "NOT_FOUND", ...).
-const char* GrpcCodeName(int code);
 
 }  // namespace ecd::daemon
 
