@@ -4,14 +4,19 @@
 //   build/bench/ec_bench                       # everything
 //   build/bench/ec_bench --benchmark_filter=Create/10/4
 // Each benchmark encodes (or rebuilds) a batch of 16 stripes per iteration; "Engine" variants
-// submit the batch as held tasks and flush once, on 1 or 2 workers; "Streaming" variants keep the
-// engine busy (the next batch is submitted before waiting for the previous one).
+// submit the batch as held tasks and flush once, on W workers (4th argument), and with the 5th
+// argument 1 the submitting thread runs queued tasks itself while it waits (Engine::Progress);
+// "Run" variants run each task on the calling thread (Engine::Run: the engine on one thread with
+// no hand-off); "Streaming" variants keep the engine busy (the next batch is submitted before
+// waiting for the previous one). RawIsal2Threads is the machine's two-core ceiling: raw ISA-L on
+// two threads that spin instead of sleeping, each encoding half of the batch.
 #include <benchmark/benchmark.h>
 #include <isa-l/erasure_code.h>
 
 #include <atomic>
 #include <future>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "lib/ec/engine.h"
@@ -28,8 +33,9 @@ constexpr int kBatch = 16;
 
 // Submits one batch of tasks as held tasks, flushes once, and waits for all of them: completion
 // callbacks count down and only the last one wakes the submitter (as a DOCA progress loop would).
+// With `help`, the submitter first runs queued tasks itself (Engine::Progress).
 template <typename MakeTask>
-void RunBatch(Engine& engine, MakeTask make) {
+void RunBatch(Engine& engine, MakeTask make, bool help = false) {
   std::promise<void> all_done;
   std::atomic<int> left{kBatch};
   for (int s = 0; s < kBatch; ++s) {
@@ -41,6 +47,7 @@ void RunBatch(Engine& engine, MakeTask make) {
         },
         s + 1 == kBatch ? SubmitFlag::kFlush : SubmitFlag::kNone);
   }
+  if (help) engine.Progress();
   all_done.get_future().wait();
 }
 
@@ -65,6 +72,14 @@ struct Stripes {
   size_t len;
   std::vector<std::vector<std::vector<uint8_t>>> blocks;
 };
+
+// The create task of stripe s.
+ecd::ec::Task CreateOf(const std::shared_ptr<const Codec>& codec, Stripes& st, int s) {
+  ecd::ec::CreateTask t{codec, {}, {}};
+  for (int i = 0; i < st.m; ++i) t.data.emplace_back(st.blocks[s][i]);
+  for (int j = 0; j < st.k; ++j) t.parity.emplace_back(st.blocks[s][st.m + j]);
+  return t;
+}
 
 void Shape(benchmark::State& state, int* m, int* k, size_t* len) {
   *m = static_cast<int>(state.range(0));
@@ -122,13 +137,63 @@ void BM_CreateEngine(benchmark::State& state) {
   auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
   Engine engine(EngineOptions{.workers = static_cast<int>(state.range(3)), .check_buffers = false});
   for (auto _ : state) {
-    RunBatch(engine, [&](int s) {
-      ecd::ec::CreateTask t{codec, {}, {}};
-      for (int i = 0; i < m; ++i) t.data.emplace_back(st.blocks[s][i]);
-      for (int j = 0; j < k; ++j) t.parity.emplace_back(st.blocks[s][m + j]);
-      return ecd::ec::Task(std::move(t));
-    });
+    RunBatch(
+        engine, [&](int s) { return CreateOf(codec, st, s); }, state.range(4) != 0);
   }
+  Report(state, m, len);
+}
+
+// The engine on the benchmark's thread alone: Engine::Run per stripe.
+void BM_CreateEngineRun(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  Stripes st(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  Engine engine(EngineOptions{.workers = 1, .check_buffers = false});
+  for (auto _ : state) {
+    for (int s = 0; s < kBatch; ++s) benchmark::DoNotOptimize(engine.Run(CreateOf(codec, st, s)));
+  }
+  Report(state, m, len);
+}
+
+// Raw ISA-L on two threads, each encoding half of every batch; both spin (yielding) on atomics
+// between batches, so no futex wake-up is paid: what two cores of this machine can do at best.
+void BM_CreateRawIsal2Threads(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  Stripes st(m, k, len);
+  std::vector<uint8_t> tables(32 * m * k);
+  std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, k);
+  ec_init_tables(m, k, coding.data(), tables.data());
+  auto encode = [&](int first, int last) {
+    for (int s = first; s < last; ++s) {
+      std::vector<uint8_t*> p = st.Pointers(s);
+      ec_encode_data(static_cast<int>(len), m, k, tables.data(), p.data(), p.data() + m);
+    }
+  };
+  std::atomic<int64_t> started{0}, finished{0};  // Batches handed to / done by the helper.
+  std::atomic<bool> stop{false};
+  std::thread helper([&] {
+    for (int64_t seen = 0; !stop.load(std::memory_order_acquire);) {
+      if (started.load(std::memory_order_acquire) == seen) {
+        std::this_thread::yield();  // Lets the other thread run if both share a core.
+        continue;
+      }
+      encode(kBatch / 2, kBatch);
+      finished.store(++seen, std::memory_order_release);
+    }
+  });
+  int64_t batches = 0;
+  for (auto _ : state) {
+    started.store(++batches, std::memory_order_release);
+    encode(0, kBatch / 2);
+    while (finished.load(std::memory_order_acquire) != batches) std::this_thread::yield();
+    benchmark::ClobberMemory();
+  }
+  stop.store(true, std::memory_order_release);
+  helper.join();
   Report(state, m, len);
 }
 
@@ -156,17 +221,15 @@ void BM_CreateEngineStreaming(benchmark::State& state) {
     which ^= 1;
     std::future<void> finished = b->done.get_future();
     for (int s = 0; s < kBatch; ++s) {
-      ecd::ec::CreateTask t{codec, {}, {}};
-      for (int i = 0; i < m; ++i) t.data.emplace_back(st.blocks[s][i]);
-      for (int j = 0; j < k; ++j) t.parity.emplace_back(st.blocks[s][m + j]);
       engine.Submit(
-          std::move(t),
+          CreateOf(codec, st, s),
           [b](absl::Status status) {
             benchmark::DoNotOptimize(status);
             if (b->left.fetch_sub(1) == 1) b->done.set_value();
           },
           s + 1 == kBatch ? SubmitFlag::kFlush : SubmitFlag::kNone);
     }
+    if (state.range(4) != 0) engine.Progress();
     if (previous_done.valid()) previous_done.wait();
     previous = std::move(batch);  // The one before it has completed every callback.
     previous_done = std::move(finished);
@@ -223,6 +286,27 @@ void BM_RecoverEngine(benchmark::State& state) {
       for (auto& b : st.blocks[s]) t.blocks.emplace_back(b);
       return ecd::ec::Task(std::move(t));
     });
+  }
+  Report(state, m, len);
+}
+
+// Recover on the benchmark's thread alone: Engine::Run per stripe.
+void BM_RecoverEngineRun(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  const int e = static_cast<int>(state.range(3));
+  Stripes st(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  Engine engine(EngineOptions{.workers = 1, .check_buffers = false});
+  std::vector<int> available, wanted;
+  for (int i = 0; i < m + e; ++i) (i < e ? wanted : available).push_back(i);
+  for (auto _ : state) {
+    for (int s = 0; s < kBatch; ++s) {
+      ecd::ec::RecoverTask t{codec, {}, available, wanted};
+      for (auto& b : st.blocks[s]) t.blocks.emplace_back(b);
+      benchmark::DoNotOptimize(engine.Run(t));
+    }
   }
   Report(state, m, len);
 }
@@ -297,8 +381,8 @@ void BM_UpdateOneBlockEngine(benchmark::State& state) {
 void Shapes(benchmark::internal::Benchmark* b, bool with_workers) {
   for (auto [m, k] : {std::pair{4, 2}, {8, 3}, {10, 4}, {12, 4}}) {
     for (int64_t len : {64 << 10, 1 << 20}) {
-      if (with_workers) {
-        b->Args({m, k, len, 1})->Args({m, k, len, 2});
+      if (with_workers) {  // W workers, caller helps or not.
+        b->Args({m, k, len, 1, 0})->Args({m, k, len, 2, 0})->Args({m, k, len, 1, 1});
       } else {
         b->Args({m, k, len});
       }
@@ -318,10 +402,13 @@ void RecoverShapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_CreateRawIsal)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_CreateCodec)->Apply([](auto* b) { Shapes(b, false); });
+BENCHMARK(BM_CreateRawIsal2Threads)->Apply([](auto* b) { Shapes(b, false); });
+BENCHMARK(BM_CreateEngineRun)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_CreateEngine)->Apply([](auto* b) { Shapes(b, true); });
 BENCHMARK(BM_CreateEngineStreaming)->Apply([](auto* b) { Shapes(b, true); });
 BENCHMARK(BM_RecoverRawIsal)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngine)->Apply(RecoverShapes);
+BENCHMARK(BM_RecoverEngineRun)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngineStreaming)->Apply(RecoverShapes);
 BENCHMARK(BM_UpdateOneBlockEngine)->Apply([](auto* b) { Shapes(b, false); });
 

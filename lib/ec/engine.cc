@@ -196,9 +196,10 @@ void Engine::Work() {
       }
       const size_t left = queue_.size() - head_;
       if (left == 0) return;  // Stopping, and nothing flushed is left.
-      // Guided self-scheduling: take 1/workers of what is left (all of it on one worker), so
-      // a batch spreads over the pool with few trips to the lock.
-      const size_t take = (left + workers_ - 1) / workers_;
+      // Guided self-scheduling: take 1/threads of what is left (all of it on one worker with no
+      // caller helping), so a batch spreads over the pool with few trips to the lock.
+      const size_t threads = static_cast<size_t>(workers_ + helping_);
+      const size_t take = (left + threads - 1) / threads;
       for (size_t x = 0; x < take; ++x) mine.push_back(std::move(queue_[head_ + x]));
       head_ += take;
       if (head_ == queue_.size()) {
@@ -206,22 +207,51 @@ void Engine::Work() {
         head_ = 0;
       }
     }
-    for (Pending& p : mine) {
-      absl::Status status;
-      if (check_buffers_ && SourceChecksum(p.task) != p.source_checksum) {
-        status = absl::FailedPreconditionError(
-            "a source buffer changed between Submit and the task's run; buffers belong to the "
-            "engine until the task completes");
-      } else {
-        status = RunTask(p.task);
-      }
-      if (on_task_done_) {
-        on_task_done_(KindOf(p.task), std::chrono::steady_clock::now() - p.submitted);
-      }
-      p.done(std::move(status));
-    }
+    for (Pending& p : mine) Complete(p);
     mine.clear();
   }
+}
+
+void Engine::Complete(Pending& p) {
+  absl::Status status;
+  if (check_buffers_ && SourceChecksum(p.task) != p.source_checksum) {
+    status = absl::FailedPreconditionError(
+        "a source buffer changed between Submit and the task's run; buffers belong to the "
+        "engine until the task completes");
+  } else {
+    status = RunTask(p.task);
+  }
+  if (on_task_done_) {
+    on_task_done_(KindOf(p.task), std::chrono::steady_clock::now() - p.submitted);
+  }
+  p.done(std::move(status));
+}
+
+absl::Status Engine::Run(const Task& task) {
+  const auto start =
+      on_task_done_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  absl::Status status = RunTask(task);
+  if (on_task_done_) on_task_done_(KindOf(task), std::chrono::steady_clock::now() - start);
+  return status;
+}
+
+int Engine::Progress() {
+  int ran = 0;
+  std::unique_lock lock(mu_);
+  ++helping_;
+  while (head_ < queue_.size()) {
+    Pending p = std::move(queue_[head_++]);
+    if (head_ == queue_.size()) {
+      queue_.clear();
+      head_ = 0;
+    }
+    lock.unlock();
+    Complete(p);
+    ++ran;
+    lock.lock();
+  }
+  --helping_;
+  return ran;
 }
 
 }  // namespace ecd::ec

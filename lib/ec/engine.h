@@ -17,8 +17,13 @@
 // Submit until the task completes. Debug builds (or EngineOptions::check_buffers) checksum each
 // task's source blocks at submit and fail the task with FailedPrecondition if they changed
 // before it ran.
-// Thread safety: Submit, Flush and Run may be called from any thread. Completion callbacks run
-// on a worker thread and must not block for long.
+// Threads: tasks run on the engine's workers, and also on callers that lend their thread:
+// Run() runs one task on the caller (no hand-off, for a caller that would only wait for it) and
+// Progress() lets a caller that waits for a batch run queued tasks meanwhile (as a DOCA progress
+// engine is driven by its caller). A thread hand-off costs two wake-ups (tens of microseconds
+// on a VM), which is a third of a 16-stripe 4+2 batch of 64 KiB blocks.
+// Thread safety: every method may be called from any thread. Completion callbacks run on the
+// thread that ran the task (a worker, or a caller inside Progress) and must not block for long.
 #ifndef ECD_LIB_EC_ENGINE_H_
 #define ECD_LIB_EC_ENGINE_H_
 
@@ -124,6 +129,16 @@ class Engine {
   // Starts every held task.
   void Flush();
 
+  // Runs `task` on the calling thread now, with the checks and the on_task_done hook of a
+  // submitted task, and returns its status. For a caller that would submit one task and wait.
+  absl::Status Run(const Task& task);
+
+  // Runs flushed tasks that no worker has taken yet on the calling thread, one at a time, until
+  // none is left; returns how many it ran. Their callbacks run on this thread. A caller about
+  // to wait for its batch calls this first, so its thread works instead of sleeping; it never
+  // blocks on a task a worker is running.
+  int Progress();
+
   int workers() const { return static_cast<int>(threads_.size()); }
 
  private:
@@ -134,6 +149,8 @@ class Engine {
     std::chrono::steady_clock::time_point submitted;  // With on_task_done only.
   };
   void Work();
+  // Runs one taken task: the buffer check, the task, the hook, then its callback.
+  void Complete(Pending& p);
   // Moves the held tasks to the queue and wakes idle workers. Takes held_mu_ then mu_.
   void FlushHeld();
 
@@ -150,7 +167,8 @@ class Engine {
   // stream of tasks allocates nothing here.
   std::vector<Pending> queue_;
   size_t head_ = 0;
-  int idle_ = 0;  // Workers waiting on ready_; a flush notifies only when some are.
+  int idle_ = 0;     // Workers waiting on ready_; a flush notifies only when some are.
+  int helping_ = 0;  // Callers inside Progress(); workers leave them a share of the queue.
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

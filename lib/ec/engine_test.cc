@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "lib/ec/gf_reference_test.h"
 
@@ -286,6 +288,73 @@ TEST(EngineTest, BufferCheckCatchesSourcesTouchedInFlight) {
   engine.Flush();
   EXPECT_TRUE(absl::IsFailedPrecondition(f.get()));
   EXPECT_EQ(parity, Blocks(1, std::vector<uint8_t>(64)));  // Nothing was written.
+}
+
+TEST(EngineTest, RunWorksOnTheCallerWithTheHook) {
+  std::atomic<int> observed{0};
+  std::atomic<bool> on_caller{true};
+  const std::thread::id caller = std::this_thread::get_id();
+  EngineOptions options{.workers = 1};
+  options.on_task_done = [&](TaskKind kind, std::chrono::nanoseconds) {
+    if (kind == TaskKind::kCreate) ++observed;
+    if (std::this_thread::get_id() != caller) on_caller = false;
+  };
+  Engine engine(options);
+  auto codec = *Codec::Create(MatrixType::kCauchy, 5, 3);
+  std::mt19937 rng(12);
+  Blocks data = RandomBlocks(5, 4160, rng), parity(3, std::vector<uint8_t>(4160));
+  ASSERT_TRUE(engine.Run(CreateTask{codec, Const(data), Mut(parity)}).ok());
+  EXPECT_EQ(parity, testing::RefEncode(codec->coding(), 5, 3, data));
+  EXPECT_TRUE(absl::IsInvalidArgument(engine.Run(CreateTask{codec, Const(data), {}})));
+  EXPECT_EQ(observed.load(), 2);
+  EXPECT_TRUE(on_caller.load());
+}
+
+// The only worker is held inside its first task's hook; the caller's Progress() must then run
+// the whole next batch on its own thread, correctly, and return how many it ran.
+TEST(EngineTest, ProgressRunsQueuedTasksOnTheCaller) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::promise<void> worker_busy, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> first{true};
+  EngineOptions options{.workers = 1};
+  options.on_task_done = [&](TaskKind, std::chrono::nanoseconds) {
+    if (std::this_thread::get_id() != caller && first.exchange(false)) {
+      worker_busy.set_value();
+      released.wait();
+    }
+  };
+  Engine engine(options);
+  auto codec = *Codec::Create(MatrixType::kCauchy, 4, 2);
+  std::mt19937 rng(13);
+  Blocks block_data = RandomBlocks(4, 256, rng), block_parity(2, std::vector<uint8_t>(256));
+  std::future<absl::Status> blocker =
+      engine.Submit(CreateTask{codec, Const(block_data), Mut(block_parity)});
+  worker_busy.get_future().wait();
+
+  constexpr int kStripes = 6;
+  std::vector<Blocks> data(kStripes), parity(kStripes, Blocks(2, std::vector<uint8_t>(256)));
+  std::atomic<int> done_on_caller{0}, failed{0};
+  for (int s = 0; s < kStripes; ++s) {
+    data[s] = RandomBlocks(4, 256, rng);
+    engine.Submit(
+        CreateTask{codec, Const(data[s]), Mut(parity[s])},
+        [&](absl::Status st) {
+          failed += !st.ok();
+          done_on_caller += std::this_thread::get_id() == caller;
+        },
+        s + 1 == kStripes ? SubmitFlag::kFlush : SubmitFlag::kNone);
+  }
+  EXPECT_EQ(engine.Progress(), kStripes);
+  EXPECT_EQ(done_on_caller.load(), kStripes);
+  EXPECT_EQ(failed.load(), 0);
+  for (int s = 0; s < kStripes; ++s) {
+    EXPECT_EQ(parity[s], testing::RefEncode(codec->coding(), 4, 2, data[s])) << s;
+  }
+  EXPECT_EQ(engine.Progress(), 0);  // Nothing queued: returns at once.
+  release.set_value();
+  ASSERT_TRUE(blocker.get().ok());
+  EXPECT_EQ(block_parity, testing::RefEncode(codec->coding(), 4, 2, block_data));
 }
 
 }  // namespace

@@ -402,6 +402,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   auto write_oldest = [&]() -> absl::Status {
     InFlight f = std::move(in_flight.front());
     in_flight.pop_front();
+    engine_->Progress();  // Run queued stripes here rather than sleep until a worker has.
     absl::Status s = f.encoded.get();
     if (s.ok()) s = WriteStripe(object, f.stripe, *f.buffer, records, touched);
     idle.push_back(f.buffer);
@@ -499,8 +500,7 @@ absl::Status Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
   }
   std::sort(available.begin(), available.end());
   std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-  if (absl::Status s =
-          engine_->Submit(ec::RecoverTask{codec, std::move(all), available, wanted}).get();
+  if (absl::Status s = engine_->Run(ec::RecoverTask{codec, std::move(all), available, wanted});
       !s.ok()) {
     return s;
   }
@@ -626,7 +626,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       ec::CreateTask task{*codec, {}, {}};
       for (int i = 0; i < m; ++i) task.data.push_back(fresh.block(i));
       for (int j = 0; j < k; ++j) task.parity.push_back(fresh.block(m + j));
-      if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+      if (absl::Status s = engine_->Run(task); !s.ok()) return abandon(s);
       if (absl::Status s = WriteStripe(object, stripe, fresh, added, touched); !s.ok()) {
         return abandon(s);
       }
@@ -646,7 +646,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       ec::CreateTask task{*codec, {}, {}};
       for (int i = 0; i < m; ++i) task.data.push_back(fresh.block(i));
       for (int j = 0; j < k; ++j) task.parity.push_back(fresh.block(m + j));
-      if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+      if (absl::Status s = engine_->Run(task); !s.ok()) return abandon(s);
     } else {
       std::vector<int> changed;
       for (int i = first; i <= last; ++i) changed.push_back(i);
@@ -670,7 +670,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
         task.old_parity.push_back(old.block(m + j));
         task.new_parity.push_back(fresh.block(m + j));
       }
-      if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+      if (absl::Status s = engine_->Run(task); !s.ok()) return abandon(s);
     }
 
     // Copy-on-write: every changed block to a new extent; the live ones are not touched.
@@ -923,7 +923,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
         std::sort(available.begin(), available.end());
         std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
         if (absl::Status s =
-                engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, wanted}).get();
+                engine_->Run(ec::RecoverTask{*codec, std::move(all), available, wanted});
             !s.ok()) {
           return s;
         }
@@ -994,10 +994,8 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
                                             " blocks needed to rebuild it are readable"));
   }
   std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-  if (absl::Status s = engine_
-                           ->Submit(ec::RecoverTask{
-                               *codec, std::move(all), available, {static_cast<int>(index)}})
-                           .get();
+  if (absl::Status s = engine_->Run(
+          ec::RecoverTask{*codec, std::move(all), available, {static_cast<int>(index)}});
       !s.ok()) {
     return s;
   }
@@ -1176,7 +1174,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         if (!bad.empty()) {
           std::vector<absl::Span<uint8_t>> all(buffer->views.begin(), buffer->views.end());
           if (absl::Status s =
-                  engine_->Submit(ec::RecoverTask{*codec, std::move(all), available, bad}).get();
+                  engine_->Run(ec::RecoverTask{*codec, std::move(all), available, bad});
               !s.ok()) {
             return abandon(s);
           }
@@ -1186,7 +1184,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           ec::CreateTask task{*codec, {}, {}};
           for (int i = 0; i < m; ++i) task.data.push_back(buffer->block(i));
           for (int j = 0; j < k; ++j) task.parity.push_back(parity->block(j));
-          if (absl::Status s = engine_->Submit(std::move(task)).get(); !s.ok()) return abandon(s);
+          if (absl::Status s = engine_->Run(task); !s.ok()) return abandon(s);
           for (int j = 0; j < k; ++j) {
             const int i = m + j;
             if (std::find(bad.begin(), bad.end(), i) != bad.end()) continue;
