@@ -1,48 +1,76 @@
 #!/usr/bin/env python3
-"""Reads ec_bench JSON and prints GB/s (data in) with engine/raw and 2-worker/1-worker ratios."""
+"""Reads ec_bench JSON and prints GB/s (data in) with engine/raw and 2-worker/1-worker ratios.
+
+With --benchmark_repetitions, each cell is the median of the repetitions."""
 import json
+import statistics
 import sys
 
-runs = {b["name"]: b for b in json.load(open(sys.argv[1]))["benchmarks"]}
+samples = {}
+for b in json.load(open(sys.argv[1]))["benchmarks"]:
+    if b.get("run_type") == "aggregate":
+        continue
+    samples.setdefault(b["run_name"], []).append(b["bytes_per_second"] / 1e9)
 
 
 def gbps(name):
-    b = runs.get(name + "/real_time")
-    return b["bytes_per_second"] / 1e9 if b else None
+    values = samples.get(name + "/real_time")
+    return statistics.median(values) if values else None
 
 
-print("| shape | block | raw ISA-L create GB/s | codec, same thread | engine 1 worker | engine/raw | engine 2 workers | 2w/1w | kept busy: 1 worker | busy/raw | kept busy: 2 workers | busy 2w/1w |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
-    for length in [65536, 1048576]:
-        raw = gbps(f"BM_CreateRawIsal/{m}/{k}/{length}")
-        one = gbps(f"BM_CreateEngine/{m}/{k}/{length}/1")
-        two = gbps(f"BM_CreateEngine/{m}/{k}/{length}/2")
-        codec = gbps(f"BM_CreateCodec/{m}/{k}/{length}")
-        s1 = gbps(f"BM_CreateEngineStreaming/{m}/{k}/{length}/1")
-        s2 = gbps(f"BM_CreateEngineStreaming/{m}/{k}/{length}/2")
-        if None in (raw, one, two, codec, s1, s2):
+def table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+
+
+SHAPES = [(4, 2), (8, 3), (10, 4), (12, 4)]
+LENGTHS = [65536, 1048576]
+
+rows = []
+for m, k in SHAPES:
+    for length in LENGTHS:
+        p = f"{m}/{k}/{length}"
+        raw = gbps(f"BM_CreateRawIsal/{p}")
+        raw2 = gbps(f"BM_CreateRawIsal2Threads/{p}")
+        run = gbps(f"BM_CreateEngineRun/{p}")
+        one = gbps(f"BM_CreateEngine/{p}/1/0")
+        two = gbps(f"BM_CreateEngine/{p}/2/0")
+        helped = gbps(f"BM_CreateEngine/{p}/1/1")
+        s1 = gbps(f"BM_CreateEngineStreaming/{p}/1/0")
+        s2 = gbps(f"BM_CreateEngineStreaming/{p}/2/0")
+        if None in (raw, raw2, run, one, two, helped, s1, s2):
             continue
-        print(f"| {m}+{k} | {length // 1024} KiB | {raw:.2f} | {codec:.2f} | {one:.2f} | {one / raw:.2f} | "
-              f"{two:.2f} | {two / one:.2f} | {s1:.2f} | {s1 / raw:.2f} | {s2:.2f} | {s2 / s1:.2f} |")
-print()
-print("| shape | block | erasures | raw ISA-L recover GB/s | engine 1 worker | ratio | kept busy: 1 worker | busy/raw |")
-print("|---|---|---|---|---|---|---|---|")
-for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
-    for length in [65536, 1048576]:
+        rows.append([f"{m}+{k}", f"{length // 1024} KiB", f"{raw:.2f}", f"{raw2 / raw:.2f}",
+                     f"{run:.2f}", f"{run / raw:.2f}", f"{one:.2f}", f"{one / raw:.2f}",
+                     f"{two:.2f}", f"{two / one:.2f}", f"{helped / one:.2f}",
+                     f"{s1 / raw:.2f}", f"{s2 / s1:.2f}"])
+table(["shape", "block", "raw ISA-L create GB/s", "raw 2 threads / raw", "engine Run (caller)",
+       "Run/raw", "engine 1 worker", "1w/raw", "engine 2 workers", "2w/1w",
+       "1 worker + caller / 1w", "kept busy 1w/raw", "kept busy 2w/1w"], rows)
+
+rows = []
+for m, k in SHAPES:
+    for length in LENGTHS:
         for e in range(1, k + 1):
-            raw = gbps(f"BM_RecoverRawIsal/{m}/{k}/{length}/{e}")
-            eng = gbps(f"BM_RecoverEngine/{m}/{k}/{length}/{e}")
-            busy = gbps(f"BM_RecoverEngineStreaming/{m}/{k}/{length}/{e}")
-            if None in (raw, eng, busy):
+            p = f"{m}/{k}/{length}/{e}"
+            raw = gbps(f"BM_RecoverRawIsal/{p}")
+            run = gbps(f"BM_RecoverEngineRun/{p}")
+            eng = gbps(f"BM_RecoverEngine/{p}")
+            busy = gbps(f"BM_RecoverEngineStreaming/{p}")
+            if None in (raw, run, eng, busy):
                 continue
-            print(f"| {m}+{k} | {length // 1024} KiB | {e} | {raw:.2f} | {eng:.2f} | {eng / raw:.2f} | "
-                  f"{busy:.2f} | {busy / raw:.2f} |")
-print()
-print("| shape | block | update of one block, GB/s of the changed block |")
-print("|---|---|---|")
-for m, k in [(4, 2), (8, 3), (10, 4), (12, 4)]:
-    for length in [65536, 1048576]:
+            rows.append([f"{m}+{k}", f"{length // 1024} KiB", str(e), f"{raw:.2f}", f"{run:.2f}",
+                         f"{run / raw:.2f}", f"{eng:.2f}", f"{eng / raw:.2f}", f"{busy / raw:.2f}"])
+table(["shape", "block", "erasures", "raw ISA-L recover GB/s", "engine Run (caller)", "Run/raw",
+       "engine 1 worker", "1w/raw", "kept busy 1w/raw"], rows)
+
+rows = []
+for m, k in SHAPES:
+    for length in LENGTHS:
         u = gbps(f"BM_UpdateOneBlockEngine/{m}/{k}/{length}")
         if u is not None:
-            print(f"| {m}+{k} | {length // 1024} KiB | {u:.2f} |")
+            rows.append([f"{m}+{k}", f"{length // 1024} KiB", f"{u:.2f}"])
+table(["shape", "block", "update of one block, GB/s of the changed block"], rows)
