@@ -270,7 +270,9 @@ void BM_RecoverRawIsal(benchmark::State& state) {
   Report(state, m, len);
 }
 
-void BM_RecoverEngine(benchmark::State& state) {
+// Rebuilds the first e data blocks of each stripe through the engine: batches submitted to one
+// worker, or (on_caller) Engine::Run per stripe on the benchmark's thread alone.
+void RecoverThroughEngine(benchmark::State& state, bool on_caller) {
   int m, k;
   size_t len;
   Shape(state, &m, &k, &len);
@@ -280,36 +282,23 @@ void BM_RecoverEngine(benchmark::State& state) {
   Engine engine(EngineOptions{.workers = 1, .check_buffers = false});
   std::vector<int> available, wanted;
   for (int i = 0; i < m + e; ++i) (i < e ? wanted : available).push_back(i);
+  auto make = [&](int s) {
+    ecd::ec::RecoverTask t{codec, {}, available, wanted};
+    for (auto& b : st.blocks[s]) t.blocks.emplace_back(b);
+    return ecd::ec::Task(std::move(t));
+  };
   for (auto _ : state) {
-    RunBatch(engine, [&](int s) {
-      ecd::ec::RecoverTask t{codec, {}, available, wanted};
-      for (auto& b : st.blocks[s]) t.blocks.emplace_back(b);
-      return ecd::ec::Task(std::move(t));
-    });
+    if (!on_caller) {
+      RunBatch(engine, make);
+      continue;
+    }
+    for (int s = 0; s < kBatch; ++s) benchmark::DoNotOptimize(engine.Run(make(s)));
   }
   Report(state, m, len);
 }
 
-// Recover on the benchmark's thread alone: Engine::Run per stripe.
-void BM_RecoverEngineRun(benchmark::State& state) {
-  int m, k;
-  size_t len;
-  Shape(state, &m, &k, &len);
-  const int e = static_cast<int>(state.range(3));
-  Stripes st(m, k, len);
-  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
-  Engine engine(EngineOptions{.workers = 1, .check_buffers = false});
-  std::vector<int> available, wanted;
-  for (int i = 0; i < m + e; ++i) (i < e ? wanted : available).push_back(i);
-  for (auto _ : state) {
-    for (int s = 0; s < kBatch; ++s) {
-      ecd::ec::RecoverTask t{codec, {}, available, wanted};
-      for (auto& b : st.blocks[s]) t.blocks.emplace_back(b);
-      benchmark::DoNotOptimize(engine.Run(t));
-    }
-  }
-  Report(state, m, len);
-}
+void BM_RecoverEngine(benchmark::State& state) { RecoverThroughEngine(state, false); }
+void BM_RecoverEngineRun(benchmark::State& state) { RecoverThroughEngine(state, true); }
 
 // Recover with the engine kept busy (as BM_CreateEngineStreaming): the next batch is submitted
 // before waiting for the previous one; two stripe sets alternate.
