@@ -92,19 +92,34 @@ void Report(benchmark::State& state, int m, size_t len) {
                           static_cast<int64_t>(len));
 }
 
+// ec_encode_data over stripes [first, last) of `st`, with tables built once, as a raw caller would.
+class RawEncoder {
+ public:
+  explicit RawEncoder(Stripes& st) : st_(st), tables_(32 * st.m * st.k) {
+    std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, st.m, st.k);
+    ec_init_tables(st.m, st.k, coding.data(), tables_.data());
+  }
+  void Encode(int first, int last) {
+    for (int s = first; s < last; ++s) {
+      std::vector<uint8_t*> p = st_.Pointers(s);
+      ec_encode_data(static_cast<int>(st_.len), st_.m, st_.k, tables_.data(), p.data(),
+                     p.data() + st_.m);
+    }
+  }
+
+ private:
+  Stripes& st_;
+  std::vector<uint8_t> tables_;
+};
+
 void BM_CreateRawIsal(benchmark::State& state) {
   int m, k;
   size_t len;
   Shape(state, &m, &k, &len);
   Stripes st(m, k, len);
-  std::vector<uint8_t> tables(32 * m * k);
-  std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, k);
-  ec_init_tables(m, k, coding.data(), tables.data());
+  RawEncoder raw(st);
   for (auto _ : state) {
-    for (int s = 0; s < kBatch; ++s) {
-      std::vector<uint8_t*> p = st.Pointers(s);
-      ec_encode_data(static_cast<int>(len), m, k, tables.data(), p.data(), p.data() + m);
-    }
+    raw.Encode(0, kBatch);
     benchmark::ClobberMemory();
   }
   Report(state, m, len);
@@ -164,15 +179,7 @@ void BM_CreateRawIsal2Threads(benchmark::State& state) {
   size_t len;
   Shape(state, &m, &k, &len);
   Stripes st(m, k, len);
-  std::vector<uint8_t> tables(32 * m * k);
-  std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, k);
-  ec_init_tables(m, k, coding.data(), tables.data());
-  auto encode = [&](int first, int last) {
-    for (int s = first; s < last; ++s) {
-      std::vector<uint8_t*> p = st.Pointers(s);
-      ec_encode_data(static_cast<int>(len), m, k, tables.data(), p.data(), p.data() + m);
-    }
-  };
+  RawEncoder raw(st);
   std::atomic<int64_t> started{0}, finished{0};  // Batches handed to / done by the helper.
   std::atomic<bool> stop{false};
   std::thread helper([&] {
@@ -181,14 +188,14 @@ void BM_CreateRawIsal2Threads(benchmark::State& state) {
         std::this_thread::yield();  // Lets the other thread run if both share a core.
         continue;
       }
-      encode(kBatch / 2, kBatch);
+      raw.Encode(kBatch / 2, kBatch);
       finished.store(++seen, std::memory_order_release);
     }
   });
   int64_t batches = 0;
   for (auto _ : state) {
     started.store(++batches, std::memory_order_release);
-    encode(0, kBatch / 2);
+    raw.Encode(0, kBatch / 2);
     while (finished.load(std::memory_order_acquire) != batches) std::this_thread::yield();
     benchmark::ClobberMemory();
   }

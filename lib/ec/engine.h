@@ -129,8 +129,9 @@ class Engine {
   // Starts every held task.
   void Flush();
 
-  // Runs `task` on the calling thread now, with the checks and the on_task_done hook of a
-  // submitted task, and returns its status. For a caller that would submit one task and wait.
+  // Runs `task` on the calling thread now, with the on_task_done hook of a submitted task
+  // (no buffer check: the caller cannot touch the buffers while it runs), and returns its
+  // status. For a caller that would submit one task and wait.
   absl::Status Run(const Task& task);
 
   // Runs flushed tasks that no worker has taken yet on the calling thread, one at a time, until
