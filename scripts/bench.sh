@@ -18,6 +18,6 @@ fi
 out=$(mktemp)
 # Repetitions run interleaved in random order, so a row and its raw ISA-L twin see the same
 # machine state (run order and buffer placement moved 64 KiB recover ratios by up to 2 x).
-build/bench/ec_bench --benchmark_format=json --benchmark_min_time=0.2 --benchmark_repetitions=3 \
+build/bench/ec_bench --benchmark_format=json --benchmark_min_time=0.2 --benchmark_repetitions=5 \
   --benchmark_enable_random_interleaving=true "$@" >"$out"
 python3 scripts/bench_ratios.py "$out"
