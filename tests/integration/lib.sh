@@ -7,8 +7,17 @@ ECD_PID=""
 ADDR=""
 METRICS=""
 
+# On failure, the logs and every file under 1 MiB (models, outputs) are kept for a post-mortem;
+# namespace files are not.
 cleanup() {
+  local rc=$?
   if [ -n "$ECD_PID" ] && kill -0 "$ECD_PID" 2>/dev/null; then kill -9 "$ECD_PID" 2>/dev/null || true; fi
+  if [ "$rc" -ne 0 ]; then
+    local kept
+    kept=$(mktemp -d /tmp/ecd-failed.XXXXXX)
+    (cd "$WORK" && find . -type f -size -1024k -exec cp --parents {} "$kept" \;) 2>/dev/null || true
+    echo "test failed (exit $rc): logs and small files kept in $kept" >&2
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
