@@ -164,6 +164,8 @@ absl::StatusOr<cxl::EventRecord> RecordFromInject(const v1::CxlInjectRequest& r)
 
 grpc::Status CxlService::Inject(grpc::ServerContext* context, const v1::CxlInjectRequest* request,
                                 v1::CxlInjectResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
   if (dev == nullptr) return NoDevice(request->device());
   absl::StatusOr<cxl::EventRecord> record = RecordFromInject(*request);
@@ -180,6 +182,8 @@ grpc::Status CxlService::Inject(grpc::ServerContext* context, const v1::CxlInjec
 grpc::Status CxlService::GetEventRecords(grpc::ServerContext* context,
                                          const v1::CxlGetEventRecordsRequest* request,
                                          v1::CxlGetEventRecordsResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
   if (dev == nullptr) return NoDevice(request->device());
   absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
@@ -209,6 +213,8 @@ grpc::Status CxlService::GetEventRecords(grpc::ServerContext* context,
 grpc::Status CxlService::ClearEventRecords(grpc::ServerContext* context,
                                            const v1::CxlClearEventRecordsRequest* request,
                                            v1::CxlClearEventRecordsResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
   if (dev == nullptr) return NoDevice(request->device());
   absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
@@ -236,6 +242,8 @@ grpc::Status CxlService::ClearEventRecords(grpc::ServerContext* context,
 grpc::Status CxlService::GetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlGetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
   if (dev == nullptr) return NoDevice(request->device());
   cxl::MailboxResponse m = dev->Execute(cxl::kOpGetEventInterruptPolicy, {});
@@ -249,6 +257,8 @@ grpc::Status CxlService::GetInterruptPolicy(grpc::ServerContext* context,
 grpc::Status CxlService::SetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlSetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
   if (dev == nullptr) return NoDevice(request->device());
   // Start from the current policy: fields left empty keep their setting.
@@ -337,6 +347,17 @@ absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
 
 grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
                                 v1::CxlIngestResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
+  if (const uint64_t n = static_cast<uint64_t>(request->raw_records_size()) +
+                         static_cast<uint64_t>(request->json_lines_size());
+      n > limits_.max_ingest_records) {
+    if (limiter_ != nullptr) limiter_->CountRejection(Limit::kIngestRecords);
+    return Bad(absl::StrCat("the request carries ", n, " records; the limit is ",
+                            limits_.max_ingest_records,
+                            " per call (--max-ingest-records); send them in smaller batches. "
+                            "Nothing ingested"));
+  }
   std::vector<store::HealthEvent> events;
   if (request->raw_records_size() > 0) {
     absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
@@ -373,6 +394,8 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
 
 grpc::Status CxlService::GetStats(grpc::ServerContext* context, const v1::CxlStatsRequest* request,
                                   v1::CxlStats* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   const store::CxlMonitorStats s = monitor_->stats();
   auto& c = *response->mutable_counters();
   c["interrupts"] = s.interrupts;

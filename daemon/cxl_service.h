@@ -5,6 +5,8 @@
 #ifndef ECD_DAEMON_CXL_SERVICE_H_
 #define ECD_DAEMON_CXL_SERVICE_H_
 
+#include "daemon/limits.h"
+#include "daemon/request_limiter.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/store/cxl_monitor.h"
 
@@ -15,6 +17,12 @@ class CxlService final : public v1::Cxl::Service {
   // Both must outlive the service.
   CxlService(store::CxlMonitor* monitor, store::EventPolicy* policy)
       : monitor_(monitor), policy_(policy) {}
+  // The input limits and the in-flight limiter; the limiter (may be null: no call limits) must
+  // outlive the service. Call before serving.
+  void SetLimits(const Limits& limits, RequestLimiter* limiter) {
+    limits_ = limits;
+    limiter_ = limiter;
+  }
 
   grpc::Status Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
                       v1::CxlIngestResponse* response) override;
@@ -39,6 +47,8 @@ class CxlService final : public v1::Cxl::Service {
  private:
   store::CxlMonitor* const monitor_;
   store::EventPolicy* const policy_;
+  Limits limits_;
+  RequestLimiter* limiter_ = nullptr;
 };
 
 // The policy's view of one JSON line printed by `cxl monitor` (or `ecctl cxl decode`).

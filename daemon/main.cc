@@ -21,7 +21,9 @@
 #include "absl/strings/str_join.h"
 #include "daemon/cxl_service.h"
 #include "daemon/http_server.h"
+#include "daemon/limits.h"
 #include "daemon/metrics.h"
+#include "daemon/request_limiter.h"
 #include "daemon/rpc_metrics.h"
 #include "daemon/services.h"
 #include "lib/store/cxl_monitor.h"
@@ -173,6 +175,8 @@ int Main(int argc, char** argv) {
   app.add_option("--cxl-temperature-critical", f.cxl_temperature_critical,
                  "Device temperature (C) at which a memory module counts as critical")
       ->capture_default_str();
+  ecd::daemon::Limits limits;
+  ecd::daemon::LimitFlags limit_flags(app, limits);
   app.add_option("--fault-inject", f.fault_inject,
                  "TESTING ONLY: inject device faults, DEV=SPEC[,DEV=SPEC...] (e.g. "
                  "2=write:eio:p=0.5;read:latency:ms=5); see docs/errors.md")
@@ -185,6 +189,8 @@ int Main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);
     return Fail(absl::StrCat(e.what(), "; see ecd --help"));
   }
+
+  if (absl::Status s = limit_flags.Finish(); !s.ok()) return Fail(std::string(s.message()));
 
   if (f.log_level == "debug") {
     ecd::MinLogLevel() = static_cast<int>(ecd::LogLevel::kDebug);
@@ -206,6 +212,7 @@ int Main(int argc, char** argv) {
   options.default_data_blocks = f.data_blocks;
   options.default_parity_blocks = f.parity_blocks;
   options.ec_workers = f.ec_workers;
+  options.max_name_length = limits.max_name_length;
   for (auto [text, out, flag] :
        {std::tuple<std::string*, uint64_t*, const char*>{&f.device_size, &options.device_size,
                                                          "--device-size"},
@@ -289,7 +296,10 @@ int Main(int argc, char** argv) {
   // The listener points at `rebuilds`: taken back before `rebuilds` goes, on every return path.
   absl::Cleanup forget_listener = [&store] { (*store)->SetSuspectListener(nullptr); };
   ecd::store::Scrubber scrubber(store->get(), scrub_options);
+  ecd::daemon::RequestLimiter limiter(limits.max_streams_per_client, limits.max_streams);
+  metrics.AttachLimiter(&limiter);
   ecd::daemon::ObjectsService objects(store->get(), &scrubber, scrub_options);
+  objects.SetLimits(limits, &limiter);
   ecd::store::EventPolicyOptions policy_options;
   policy_options.media_error = *ecd::store::ParsePolicyAction(f.cxl_media_error);
   policy_options.module_critical = *ecd::store::ParsePolicyAction(f.cxl_module_critical);
@@ -332,8 +342,11 @@ int Main(int argc, char** argv) {
              http->port());
   }
   ecd::daemon::CxlService cxl_service(cxl_monitor->get(), &policy);
+  cxl_service.SetLimits(limits, &limiter);
   ecd::daemon::DevicesService devices(store->get(), &rebuilds);
+  devices.SetLimits(&limiter);
   ecd::daemon::RebuildsService rebuild_service(&rebuilds);
+  rebuild_service.SetLimits(&limiter);
   grpc::EnableDefaultHealthCheckService(true);
   // Server reflection: grpcurl and other generic clients discover the services without the proto.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -345,7 +358,8 @@ int Main(int argc, char** argv) {
     builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
                              grpc::InsecureServerCredentials());
   }
-  builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_message_size));
+  builder.SetMaxSendMessageSize(static_cast<int>(limits.max_message_size));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));

@@ -220,6 +220,25 @@ const DaemonMetrics::RpcSeries* DaemonMetrics::RpcSeriesFor(absl::string_view me
   return it == rpc_series_.end() ? unknown_rpc_.get() : it->second.get();
 }
 
+void DaemonMetrics::AttachLimiter(const RequestLimiter* limiter) {
+  registry_.AddCallback(
+      MetricType::kGauge, "ecd_inflight_requests",
+      "ecd.v1 calls in progress (what --max-streams bounds).", {}, [limiter] {
+        return std::vector<Sample>{{{}, static_cast<double>(limiter->in_flight())}};
+      });
+  registry_.AddCallback(
+      MetricType::kCounter, "ecd_limit_rejections_total",
+      "Calls refused by an input limit, by limit (the --max-* flag without its dashes).", {"limit"},
+      [limiter] {
+        std::vector<Sample> out;
+        for (int i = 0; i < kLimitCount; ++i) {
+          const Limit l = static_cast<Limit>(i);
+          out.push_back({{LimitName(l)}, static_cast<double>(limiter->rejections(l))});
+        }
+        return out;
+      });
+}
+
 void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuilds,
                            store::Scrubber* scrubber, store::CxlMonitor* monitor,
                            store::EventPolicy* policy) {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "daemon/request_limiter.h"
 #include "lib/ec/engine.h"
 #include "lib/metrics/registry.h"
 #include "lib/store/cxl_monitor.h"
@@ -72,6 +73,10 @@ class DaemonMetrics {
   // REQUIRES: all of them outlive the metrics' last Expose().
   void Attach(store::Store* store, store::RebuildScheduler* rebuilds, store::Scrubber* scrubber,
               store::CxlMonitor* monitor, store::EventPolicy* policy);
+
+  // Registers ecd_inflight_requests and ecd_limit_rejections_total over `limiter`. Call once,
+  // before serving. REQUIRES: the limiter outlives the metrics' last Expose().
+  void AttachLimiter(const RequestLimiter* limiter);
 
   // The whole exposition, text format 0.0.4.
   std::string Expose() const;

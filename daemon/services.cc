@@ -2,6 +2,8 @@
 #include "daemon/services.h"
 
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -13,16 +15,53 @@ namespace {
 // Streamed read responses carry at most this many bytes each.
 constexpr size_t kReadChunk = 1 << 20;
 
+// A call stopped because its client cancelled it or its deadline passed: the status the
+// client would see anyway, with what was (not) done.
+grpc::Status Stopped(const grpc::ServerContext* context, absl::string_view what) {
+  if (context->deadline() <= std::chrono::system_clock::now()) {
+    return grpc::Status(
+        grpc::StatusCode::DEADLINE_EXCEEDED,
+        absl::StrCat("the call's deadline passed; ", what, ". Retry with a longer deadline"));
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED,
+                      absl::StrCat("the client cancelled the call; ", what));
+}
+
+// The store's answer to a call, or Stopped when the call ended because the client went away.
+grpc::Status Finish(const grpc::ServerContext* context, const absl::Status& s,
+                    absl::string_view what) {
+  if (!s.ok() && context->IsCancelled()) return Stopped(context, what);
+  return ToGrpc(s);
+}
+
 // Feeds the data of a client stream (Encode or Update) to the store, the first message's bytes
-// included. Only the first message may carry a header.
+// included. Only the first message may carry a header. At most `max_bytes` are taken (the
+// stream fails as soon as more arrive, with `over_limit`), and when `declared` is set the
+// stream must carry exactly that many.
 template <typename Request>
 class StreamSource final : public store::ByteSource {
  public:
   StreamSource(grpc::ServerContext* context, grpc::ServerReader<Request>* reader, Request first,
-               const char* what)
-      : context_(context), reader_(reader), current_(std::move(first)), what_(what) {}
+               const char* what, uint64_t max_bytes, std::string limit_text,
+               std::optional<uint64_t> declared = std::nullopt)
+      : context_(context),
+        reader_(reader),
+        current_(std::move(first)),
+        what_(what),
+        max_bytes_(max_bytes),
+        limit_text_(std::move(limit_text)),
+        declared_(declared),
+        received_(current_.data().size()) {}
+
+  bool over_limit() const { return over_limit_; }
 
   absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    if (received_ > max_bytes_) {
+      over_limit_ = true;
+      return absl::InvalidArgumentError(absl::StrCat("the ", what_, " stream carried more than ",
+                                                     max_bytes_, " bytes: ", limit_text_,
+                                                     "; nothing was stored"));
+    }
     while (at_ == current_.data().size()) {
       if (done_) return 0;
       current_.Clear();
@@ -33,6 +72,11 @@ class StreamSource final : public store::ByteSource {
           return absl::CancelledError(
               absl::StrCat("the client cancelled the ", what_, "; nothing was stored"));
         }
+        if (declared_ && *declared_ != received_) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("the ", what_, " header declared ", *declared_,
+                           " bytes but the stream carried ", received_, "; nothing was stored"));
+        }
         return 0;
       }
       if (current_.has_header()) {
@@ -40,6 +84,8 @@ class StreamSource final : public store::ByteSource {
                                                        " stream may carry a header; nothing was "
                                                        "stored"));
       }
+      received_ += current_.data().size();
+      if (received_ > max_bytes_) return Read(buffer);  // The refusal above.
     }
     const size_t n = std::min(buffer.size(), current_.data().size() - at_);
     std::copy_n(current_.data().data() + at_, n, buffer.data());
@@ -52,14 +98,20 @@ class StreamSource final : public store::ByteSource {
   grpc::ServerReader<Request>* const reader_;
   Request current_;
   const char* const what_;
+  const uint64_t max_bytes_;
+  const std::string limit_text_;
+  const std::optional<uint64_t> declared_;
+  uint64_t received_;  // data bytes of the messages read so far
   size_t at_ = 0;
   bool done_ = false;
+  bool over_limit_ = false;
 };
 
 // Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes.
 class ReadStreamSink final : public store::ByteSink {
  public:
-  explicit ReadStreamSink(grpc::ServerWriter<v1::ReadResponse>* writer) : writer_(writer) {}
+  ReadStreamSink(const grpc::ServerContext* context, grpc::ServerWriter<v1::ReadResponse>* writer)
+      : context_(context), writer_(writer) {}
 
   void SetVersion(uint64_t version) override { pending_.set_object_version(version); }
 
@@ -69,6 +121,8 @@ class ReadStreamSink final : public store::ByteSink {
   }
 
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
+    // Between stripes: a cancelled call or a passed deadline stops the read here.
+    if (context_->IsCancelled()) return absl::CancelledError("the call ended");
     pending_.set_reconstructed_blocks(pending_.reconstructed_blocks() + reconstructed);
     while (!data.empty()) {
       const size_t room = kReadChunk - pending_.data().size();
@@ -97,6 +151,7 @@ class ReadStreamSink final : public store::ByteSink {
     return absl::OkStatus();
   }
 
+  const grpc::ServerContext* const context_;
   grpc::ServerWriter<v1::ReadResponse>* const writer_;
   v1::ReadResponse pending_;
   bool sent_any_ = false;
@@ -107,6 +162,8 @@ class ReadStreamSink final : public store::ByteSink {
 grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
                                     grpc::ServerReader<v1::EncodeRequest>* reader,
                                     v1::EncodeResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   v1::EncodeRequest first;
   if (!reader->Read(&first)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -129,24 +186,39 @@ grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
         grpc::StatusCode::INVALID_ARGUMENT,
         absl::StrCat("unknown matrix type ", h.matrix(), "; use cauchy or vandermonde"));
   }
-  StreamSource<v1::EncodeRequest> source(context, reader, std::move(first), "encode");
+  const std::string size_limit =
+      absl::StrCat("the limit is ", limits_.max_object_size, " bytes (--max-object-size)");
+  if (h.has_size() && h.size() > limits_.max_object_size) {
+    if (limiter_ != nullptr) limiter_->CountRejection(Limit::kObjectSize);
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("the object is ", h.size(), " bytes; ", size_limit, "; nothing was stored"));
+  }
+  StreamSource<v1::EncodeRequest> source(
+      context, reader, std::move(first), "encode", limits_.max_object_size, size_limit,
+      h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
   absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source);
-  if (!object.ok()) return ToGrpc(object.status());
+  if (source.over_limit() && limiter_ != nullptr) limiter_->CountRejection(Limit::kObjectSize);
+  if (!object.ok()) return Finish(context, object.status(), "nothing was stored");
   ToProto(*object, response->mutable_object());
   return grpc::Status::OK;
 }
 
 grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRequest* request,
                                   grpc::ServerWriter<v1::ReadResponse>* writer) {
-  ReadStreamSink sink(writer);
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
+  ReadStreamSink sink(context, writer);
   absl::Status s = store_->Read(request->name(), request->offset(), request->length(), sink);
   if (s.ok()) s = sink.Finish();
-  return ToGrpc(s);
+  return Finish(context, s, "the read stopped");
 }
 
 grpc::Status ObjectsService::Update(grpc::ServerContext* context,
                                     grpc::ServerReader<v1::UpdateRequest>* reader,
                                     v1::UpdateResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   v1::UpdateRequest first;
   if (!reader->Read(&first)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -157,10 +229,19 @@ grpc::Status ObjectsService::Update(grpc::ServerContext* context,
                         "the first UpdateRequest must carry a header (name, offset)");
   }
   const v1::UpdateHeader h = first.header();
-  StreamSource<v1::UpdateRequest> source(context, reader, std::move(first), "update");
+  // Only an append can grow an object; other updates are bounded by its size already.
+  const uint64_t max_bytes =
+      !h.append()
+          ? UINT64_MAX
+          : (h.offset() >= limits_.max_object_size ? 0 : limits_.max_object_size - h.offset());
+  StreamSource<v1::UpdateRequest> source(
+      context, reader, std::move(first), "update", max_bytes,
+      absl::StrCat("appending it at offset ", h.offset(), " would make the object larger than ",
+                   limits_.max_object_size, " bytes (--max-object-size)"));
   absl::StatusOr<store::UpdateResult> result =
       store_->Update(h.name(), h.offset(), source, h.append());
-  if (!result.ok()) return ToGrpc(result.status());
+  if (source.over_limit() && limiter_ != nullptr) limiter_->CountRejection(Limit::kObjectSize);
+  if (!result.ok()) return Finish(context, result.status(), "the object was not changed");
   ToProto(result->object, response->mutable_object());
   response->set_bytes_written(result->bytes_written);
   response->set_stripes_updated(result->stripes_updated);
@@ -171,14 +252,18 @@ grpc::Status ObjectsService::Update(grpc::ServerContext* context,
 grpc::Status ObjectsService::GetBlock(grpc::ServerContext* context,
                                       const v1::GetBlockRequest* request,
                                       grpc::ServerWriter<v1::ReadResponse>* writer) {
-  ReadStreamSink sink(writer);
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
+  ReadStreamSink sink(context, writer);
   absl::Status s = store_->GetBlock(request->name(), request->stripe(), request->index(), sink);
   if (s.ok()) s = sink.Finish();
-  return ToGrpc(s);
+  return Finish(context, s, "the read stopped");
 }
 
 grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRequest* request,
                                   v1::StatResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   absl::StatusOr<store::ObjectStatus> status =
       store_->Stat(request->name(), request->blocks(), request->verify());
   if (!status.ok()) return ToGrpc(status.status());
@@ -188,6 +273,8 @@ grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRe
 
 grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRequest* request,
                                   v1::ListResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
   if (!objects.ok()) return ToGrpc(objects.status());
   for (const store::ObjectStatus& o : *objects) {
@@ -198,6 +285,8 @@ grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRe
 
 grpc::Status ObjectsService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
                                     v1::DeleteResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   absl::StatusOr<uint64_t> freed = store_->Delete(request->name());
   if (!freed.ok()) return ToGrpc(freed.status());
   response->set_freed_bytes(*freed);
@@ -207,13 +296,21 @@ grpc::Status ObjectsService::Delete(grpc::ServerContext* context, const v1::Dele
 grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
                                      const v1::RecoverRequest* request,
                                      grpc::ServerWriter<v1::RecoverProgress>* writer) {
-  absl::StatusOr<store::RecoverProgress> done =
-      store_->Recover(request->name(), [&](const store::RecoverProgress& p) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
+  absl::StatusOr<store::RecoverProgress> done = store_->Recover(
+      request->name(),
+      [&](const store::RecoverProgress& p) {
         v1::RecoverProgress message;
         ToProto(p, &message);
-        writer->Write(message);  // A vanished client does not stop the repair.
-      });
-  if (!done.ok()) return ToGrpc(done.status());
+        writer->Write(message);
+      },
+      // A cancelled call or a passed deadline stops between batches; what was repaired stays.
+      store::RecoverOptions{.cancelled = [context] { return context->IsCancelled(); }});
+  if (!done.ok()) {
+    return Finish(context, done.status(),
+                  "recover stopped between batches (what it repaired so far stays repaired)");
+  }
   v1::RecoverProgress last;
   ToProto(*done, &last);
   last.set_done(true);
@@ -223,6 +320,8 @@ grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
 
 grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::ScrubRequest* request,
                                    grpc::ServerWriter<v1::ScrubProgress>* writer) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   std::vector<std::string> names;
   if (!request->name().empty()) names.push_back(request->name());
   absl::StatusOr<store::ScrubReport> done = scrubber_->ScrubNow(
@@ -235,7 +334,7 @@ grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::Scrub
         writer->Write(message);
       },
       [context] { return context->IsCancelled(); });
-  if (!done.ok()) return ToGrpc(done.status());
+  if (!done.ok()) return Finish(context, done.status(), "the scrub stopped");
   v1::ScrubProgress last;
   ToProto(*done, &last);
   last.set_done(true);
@@ -246,6 +345,8 @@ grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::Scrub
 grpc::Status ObjectsService::GetScrubStatus(grpc::ServerContext* context,
                                             const v1::ScrubStatusRequest* request,
                                             v1::ScrubStatusResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   ToProto(scrubber_->Status(), scrub_options_, response);
   return grpc::Status::OK;
 }
@@ -253,6 +354,8 @@ grpc::Status ObjectsService::GetScrubStatus(grpc::ServerContext* context,
 grpc::Status DevicesService::List(grpc::ServerContext* context,
                                   const v1::ListDevicesRequest* request,
                                   v1::ListDevicesResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
   if (!devices.ok()) return ToGrpc(devices.status());
   for (const store::DeviceStatus& d : *devices) ToProto(d, response->add_devices());
@@ -262,6 +365,8 @@ grpc::Status DevicesService::List(grpc::ServerContext* context,
 grpc::Status DevicesService::SetState(grpc::ServerContext* context,
                                       const v1::SetDeviceStateRequest* request,
                                       v1::SetDeviceStateResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   store::DeviceState state;
   switch (request->state()) {
     case v1::DEVICE_STATE_ONLINE:
@@ -336,12 +441,16 @@ void ToProto(const store::RebuildJob& j, v1::RebuildJob* out) {
 grpc::Status RebuildsService::List(grpc::ServerContext* context,
                                    const v1::ListRebuildsRequest* request,
                                    v1::ListRebuildsResponse* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   for (const store::RebuildJob& j : rebuilds_->List()) ToProto(j, response->add_jobs());
   return grpc::Status::OK;
 }
 
 grpc::Status RebuildsService::Get(grpc::ServerContext* context,
                                   const v1::GetRebuildRequest* request, v1::RebuildJob* response) {
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
   std::optional<store::RebuildJob> j = rebuilds_->Get(request->id());
   if (!j) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,

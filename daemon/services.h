@@ -3,6 +3,8 @@
 #ifndef ECD_DAEMON_SERVICES_H_
 #define ECD_DAEMON_SERVICES_H_
 
+#include "daemon/limits.h"
+#include "daemon/request_limiter.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/store/rebuild_scheduler.h"
 #include "lib/store/scrubber.h"
@@ -16,6 +18,12 @@ class ObjectsService final : public v1::Objects::Service {
   ObjectsService(store::Store* store, store::Scrubber* scrubber,
                  const store::ScrubberOptions& scrub_options)
       : store_(store), scrubber_(scrubber), scrub_options_(scrub_options) {}
+  // The input limits and the in-flight limiter; the limiter (may be null: no call limits) must
+  // outlive the service. Call before serving.
+  void SetLimits(const Limits& limits, RequestLimiter* limiter) {
+    limits_ = limits;
+    limiter_ = limiter;
+  }
 
   grpc::Status Encode(grpc::ServerContext* context, grpc::ServerReader<v1::EncodeRequest>* reader,
                       v1::EncodeResponse* response) override;
@@ -42,6 +50,8 @@ class ObjectsService final : public v1::Objects::Service {
   store::Store* const store_;
   store::Scrubber* const scrubber_;
   const store::ScrubberOptions scrub_options_;
+  Limits limits_;
+  RequestLimiter* limiter_ = nullptr;
 };
 
 class DevicesService final : public v1::Devices::Service {
@@ -49,6 +59,9 @@ class DevicesService final : public v1::Devices::Service {
   // Both must outlive the service.
   DevicesService(store::Store* store, store::RebuildScheduler* rebuilds)
       : store_(store), rebuilds_(rebuilds) {}
+  // The in-flight limiter (may be null: no call limits) must
+  // outlive the service. Call before serving.
+  void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
 
   grpc::Status List(grpc::ServerContext* context, const v1::ListDevicesRequest* request,
                     v1::ListDevicesResponse* response) override;
@@ -58,11 +71,15 @@ class DevicesService final : public v1::Devices::Service {
  private:
   store::Store* const store_;
   store::RebuildScheduler* const rebuilds_;
+  RequestLimiter* limiter_ = nullptr;
 };
 
 class RebuildsService final : public v1::Rebuilds::Service {
  public:
   explicit RebuildsService(store::RebuildScheduler* rebuilds) : rebuilds_(rebuilds) {}
+  // The in-flight limiter (may be null: no call limits) must
+  // outlive the service. Call before serving.
+  void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
 
   grpc::Status List(grpc::ServerContext* context, const v1::ListRebuildsRequest* request,
                     v1::ListRebuildsResponse* response) override;
@@ -71,6 +88,7 @@ class RebuildsService final : public v1::Rebuilds::Service {
 
  private:
   store::RebuildScheduler* const rebuilds_;
+  RequestLimiter* limiter_ = nullptr;
 };
 
 }  // namespace ecd::daemon

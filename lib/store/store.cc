@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "lib/store/crc32c.h"
+#include "lib/store/object_name.h"
 #include "lib/util/log.h"
 
 namespace ecd::store {
@@ -25,18 +26,14 @@ namespace {
 // Stripes fetched from the catalog at a time, and block rows buffered before an insert.
 constexpr uint64_t kStripeBatch = 64;
 
-absl::Status ValidateName(absl::string_view name) {
-  if (name.empty()) return absl::InvalidArgumentError("object name is empty; give a name");
-  if (name.size() > 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("object name is ", name.size(), " bytes; the limit is 1024"));
-  }
-  for (char c : name) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return absl::InvalidArgumentError("object name contains a control character; remove it");
-    }
-  }
-  return absl::OkStatus();
+// A lookup of `name` failed with `status`. NotFound for a name no object can be created with
+// becomes the name rule it breaks (ValidateObjectName), so that a bad name gets a message that
+// says what is wrong with it and control characters are never echoed; objects stored before a
+// rule existed (or under a longer --max-name-length) stay reachable, as they are found first.
+absl::Status LookupError(absl::Status status, absl::string_view name, size_t max_length) {
+  if (!absl::IsNotFound(status)) return status;
+  absl::Status rule = ValidateObjectName(name, max_length);
+  return rule.ok() ? status : rule;
 }
 
 // 4 KiB-aligned memory, freed with free().
@@ -321,7 +318,9 @@ bool Store::DeviceOnline(uint32_t id) {
 }
 
 absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSource& source) {
-  if (absl::Status s = ValidateName(params.name); !s.ok()) return s;
+  if (absl::Status s = ValidateObjectName(params.name, options_.max_name_length); !s.ok()) {
+    return s;
+  }
   ObjectRecord object;
   object.name = params.name;
   object.data_blocks = params.data_blocks ? params.data_blocks : options_.default_data_blocks;
@@ -557,7 +556,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
                                            ByteSource& data, bool append) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
-  if (!found.ok()) return found.status();
+  if (!found.ok()) return LookupError(found.status(), name, options_.max_name_length);
   ObjectRecord object = *found;
   if (offset > object.size) {
     return absl::OutOfRangeError(
@@ -846,7 +845,7 @@ Store::BlockRead Store::ReadBlock(const ObjectRecord& object, const BlockRecord&
 absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
-  if (!found.ok()) return found.status();
+  if (!found.ok()) return LookupError(found.status(), name, options_.max_name_length);
   const ObjectRecord& object = *found;
   if (offset > object.size) {
     return absl::OutOfRangeError(absl::StrCat("offset ", offset, " is past the end of \"", name,
@@ -956,7 +955,7 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
                              ByteSink& sink) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
-  if (!found.ok()) return found.status();
+  if (!found.ok()) return LookupError(found.status(), name, options_.max_name_length);
   const ObjectRecord& object = *found;
   const int m = static_cast<int>(object.data_blocks);
   const int width = m + static_cast<int>(object.parity_blocks);
@@ -1044,7 +1043,7 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
 absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_blocks, bool verify) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
   absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
-  if (!object.ok()) return object.status();
+  if (!object.ok()) return LookupError(object.status(), name, options_.max_name_length);
   return Health(*object, with_blocks, verify, /*per_stripe=*/true);
 }
 
@@ -1075,7 +1074,7 @@ absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
 absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
   absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
-  if (!object.ok()) return object.status();
+  if (!object.ok()) return LookupError(object.status(), name, options_.max_name_length);
   std::vector<BlockRecord> blocks;
   if (absl::Status s =
           catalog_->ForEachBlockOf(object->id, [&](const BlockRecord& b) { blocks.push_back(b); });
@@ -1109,7 +1108,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
       absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
       if (!found.ok()) {
-        if (batch == 0 || !absl::IsNotFound(found.status())) return found.status();
+        if (batch == 0) return LookupError(found.status(), name, options_.max_name_length);
+        if (!absl::IsNotFound(found.status())) return found.status();
         break;  // Deleted meanwhile: nothing left to check.
       }
       const ObjectRecord& object = *found;

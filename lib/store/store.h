@@ -33,6 +33,7 @@
 #include "lib/store/catalog.h"
 #include "lib/store/extent_allocator.h"
 #include "lib/store/namespace.h"
+#include "lib/store/object_name.h"
 
 namespace ecd::store {
 
@@ -51,7 +52,8 @@ struct StoreOptions {
   uint32_t default_data_blocks = 4;
   uint32_t default_parity_blocks = 2;
   uint64_t default_block_size = 1ull << 20;
-  uint64_t max_stripe_bytes = 512ull << 20;  // (M+K) x block size limit per stripe.
+  uint64_t max_stripe_bytes = 512ull << 20;        // (M+K) x block size limit per stripe.
+  size_t max_name_length = kDefaultMaxNameLength;  // Bytes; see ValidateObjectName.
   // EC engine threads. Each encode keeps ec_workers + 1 stripes in memory, so that every
   // worker encodes a stripe while the oldest one is written.
   int ec_workers = 2;

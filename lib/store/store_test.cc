@@ -342,6 +342,34 @@ TEST_F(StoreTest, UnfinishedEncodeLeavesNothing) {
   EXPECT_EQ(*back, data);
 }
 
+// Every call that takes a name refuses one no object can have, with the rule it breaks, and
+// without echoing its control characters; a valid missing name is still NotFound.
+TEST_F(StoreTest, RefusesBadNamesOnEveryCall) {
+  const auto data = RandomBytes(5000, 11);
+  ASSERT_TRUE(Put("ok", data).ok());
+  const uint64_t free_before = TotalFree();
+  for (const std::string& bad :
+       {std::string("a/b"), std::string("a\\b"), std::string("a\nb"), std::string("x\0y", 3),
+        std::string(".."), std::string(1025, 'n'), std::string("\xff")}) {
+    absl::Status put = Put(bad, data).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(put)) << put;
+    EXPECT_EQ(put.message().find('\n'), absl::string_view::npos);
+    EXPECT_TRUE(absl::IsInvalidArgument(Get(bad).status()));
+    VectorSink sink;
+    EXPECT_TRUE(absl::IsInvalidArgument(store_->GetBlock(bad, 0, 0, sink)));
+    EXPECT_TRUE(absl::IsInvalidArgument(store_->Stat(bad, false, false).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(store_->Delete(bad).status()));
+    EXPECT_TRUE(absl::IsInvalidArgument(store_->Recover(bad, nullptr).status()));
+    VectorSource src(data);
+    EXPECT_TRUE(absl::IsInvalidArgument(store_->Update(bad, 0, src, false).status()));
+  }
+  EXPECT_NE(Put(std::string(1025, 'n'), data).status().message().find("limit is 1024"),
+            absl::string_view::npos);
+  EXPECT_TRUE(absl::IsNotFound(Get("missing").status()));
+  EXPECT_EQ(TotalFree(), free_before);
+  ASSERT_TRUE(Put(std::string(1024, 'n'), data).ok());  // The limit itself is allowed.
+}
+
 TEST_F(StoreTest, RefusesBadRequestsWithoutSideEffects) {
   const auto data = RandomBytes(5000, 10);
   ASSERT_TRUE(Put("taken", data).ok());
