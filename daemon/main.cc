@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -358,7 +359,10 @@ int Main(int argc, char** argv) {
     builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
                              grpc::InsecureServerCredentials());
   }
-  builder.SetMaxReceiveMessageSize(static_cast<int>(limits.max_message_size));
+  // Encode and Update messages are checked against the limit by ecd (a message naming the
+  // flag); gRPC refuses larger ones itself, at twice the limit.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<uint64_t>(2 * limits.max_message_size, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(limits.max_message_size));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));

@@ -16,6 +16,8 @@ const char* LimitName(Limit limit) {
       return "max-object-size";
     case Limit::kIngestRecords:
       return "max-ingest-records";
+    case Limit::kMessageSize:
+      return "max-message-size";
   }
   return "unknown";
 }

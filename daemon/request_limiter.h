@@ -29,8 +29,9 @@ enum class Limit {
   kStreams,           // "max-streams"
   kObjectSize,        // "max-object-size"
   kIngestRecords,     // "max-ingest-records"
+  kMessageSize,       // "max-message-size" (the messages ecd checks itself: Encode, Update)
 };
-inline constexpr int kLimitCount = 4;
+inline constexpr int kLimitCount = 5;
 const char* LimitName(Limit limit);
 
 // The client a gRPC peer string stands for: the address without its port ("ipv4:10.0.0.5",

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/convert.h"
@@ -14,6 +15,10 @@ namespace {
 
 // Streamed read responses carry at most this many bytes each.
 constexpr size_t kReadChunk = 1 << 20;
+
+// How long an Encode or Update stream of undeclared size waits, before it commits, for gRPC to
+// report a failed receive as a cancellation (StreamSource::BeforeCommit).
+constexpr std::chrono::milliseconds kCancelGrace{20};
 
 // A call stopped because its client cancelled it or its deadline passed: the status the
 // client would see anyway, with what was (not) done.
@@ -36,7 +41,7 @@ grpc::Status Finish(const grpc::ServerContext* context, const absl::Status& s,
 
 // Feeds the data of a client stream (Encode or Update) to the store, the first message's bytes
 // included. Only the first message may carry a header. At most `max_bytes` are taken (the
-// stream fails as soon as more arrive, with `over_limit`), and when `declared` is set the
+// stream fails as soon as more arrive, with `refused`), and when `declared` is set the
 // stream must carry exactly that many.
 template <typename Request>
 class StreamSource final : public store::ByteSource {
@@ -53,11 +58,38 @@ class StreamSource final : public store::ByteSource {
         declared_(declared),
         received_(current_.data().size()) {}
 
-  bool over_limit() const { return over_limit_; }
+  // The limit that stopped the stream, if one did.
+  std::optional<Limit> refused() const { return refused_; }
+
+  // Refuses messages larger than `max_message` (--max-message-size) with a message naming the
+  // limit; gRPC itself refuses only those past its own, larger, cap (see main.cc).
+  void set_max_message(uint64_t max_message) { max_message_ = max_message; }
+
+  // A failed receive (a message past gRPC's own cap) looks like the end of the stream to Read,
+  // and the call is marked cancelled only a moment later (grpc 1.51's sync API). With a declared
+  // size such a stream is short and refused already; without one, the store asks here, after
+  // its flush, and this gives the cancellation up to kCancelGrace to show before anything is
+  // committed.
+  absl::Status BeforeCommit() override {
+    const auto until = std::chrono::steady_clock::now() + kCancelGrace;
+    while (!context_->IsCancelled()) {
+      if (declared_ || std::chrono::steady_clock::now() >= until) return absl::OkStatus();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return absl::CancelledError(
+        absl::StrCat("the ", what_, " stream failed or was cancelled; nothing was stored"));
+  }
 
   absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    if (const size_t n = current_.ByteSizeLong(); n > max_message_) {
+      refused_ = Limit::kMessageSize;
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "an ", what_, " message of ", n, " bytes is larger than the limit of ", max_message_,
+          " bytes (--max-message-size); send the data in smaller messages (ecctl sends 1 MiB)"
+          "; nothing was stored"));
+    }
     if (received_ > max_bytes_) {
-      over_limit_ = true;
+      refused_ = Limit::kObjectSize;
       return absl::InvalidArgumentError(absl::StrCat("the ", what_, " stream carried more than ",
                                                      max_bytes_, " bytes: ", limit_text_,
                                                      "; nothing was stored"));
@@ -85,7 +117,9 @@ class StreamSource final : public store::ByteSource {
                                                        "stored"));
       }
       received_ += current_.data().size();
-      if (received_ > max_bytes_) return Read(buffer);  // The refusal above.
+      if (received_ > max_bytes_ || current_.ByteSizeLong() > max_message_) {
+        return Read(buffer);  // The refusals above.
+      }
     }
     const size_t n = std::min(buffer.size(), current_.data().size() - at_);
     std::copy_n(current_.data().data() + at_, n, buffer.data());
@@ -101,10 +135,11 @@ class StreamSource final : public store::ByteSource {
   const uint64_t max_bytes_;
   const std::string limit_text_;
   const std::optional<uint64_t> declared_;
+  uint64_t max_message_ = UINT64_MAX;
   uint64_t received_;  // data bytes of the messages read so far
   size_t at_ = 0;
   bool done_ = false;
-  bool over_limit_ = false;
+  std::optional<Limit> refused_;
 };
 
 // Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes.
@@ -197,8 +232,9 @@ grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
   StreamSource<v1::EncodeRequest> source(
       context, reader, std::move(first), "encode", limits_.max_object_size, size_limit,
       h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
+  source.set_max_message(limits_.max_message_size);
   absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source);
-  if (source.over_limit() && limiter_ != nullptr) limiter_->CountRejection(Limit::kObjectSize);
+  if (source.refused() && limiter_ != nullptr) limiter_->CountRejection(*source.refused());
   if (!object.ok()) return Finish(context, object.status(), "nothing was stored");
   ToProto(*object, response->mutable_object());
   return grpc::Status::OK;
@@ -238,9 +274,10 @@ grpc::Status ObjectsService::Update(grpc::ServerContext* context,
       context, reader, std::move(first), "update", max_bytes,
       absl::StrCat("appending it at offset ", h.offset(), " would make the object larger than ",
                    limits_.max_object_size, " bytes (--max-object-size)"));
+  source.set_max_message(limits_.max_message_size);
   absl::StatusOr<store::UpdateResult> result =
       store_->Update(h.name(), h.offset(), source, h.append());
-  if (source.over_limit() && limiter_ != nullptr) limiter_->CountRejection(Limit::kObjectSize);
+  if (source.refused() && limiter_ != nullptr) limiter_->CountRejection(*source.refused());
   if (!result.ok()) return Finish(context, result.status(), "the object was not changed");
   ToProto(result->object, response->mutable_object());
   response->set_bytes_written(result->bytes_written);

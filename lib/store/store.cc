@@ -454,6 +454,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   }
   // Data first, then the catalog: the commit below is the moment the object exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return fail(s);
+  if (absl::Status s = source.BeforeCommit(); !s.ok()) return fail(s);
   if (absl::Status s = catalog_->AddBlocks(object.id, records); !s.ok()) return fail(s);
   records.clear();
   if (absl::Status s = catalog_->CommitObject(object.id, size, stripe); !s.ok()) return fail(s);
@@ -706,6 +707,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   const uint64_t stripes = std::max(object.stripe_count, (size + stripe_bytes - 1) / stripe_bytes);
   // Data first, then the catalog: the commit below is the moment the new version exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
+  if (absl::Status s = data.BeforeCommit(); !s.ok()) return abandon(s);
   if (absl::Status s =
           catalog_->CommitUpdate(object.id, object.version, replaced, added, size, stripes);
       !s.ok()) {

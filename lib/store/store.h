@@ -80,6 +80,10 @@ class ByteSource {
   virtual ~ByteSource() = default;
   // Fills a prefix of `buffer`; returns the number of bytes, 0 at the end of the object.
   virtual absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) = 0;
+  // Called once after the last Read, just before the commit; an error abandons the operation
+  // as any other would (nothing stored). E.g. a network stream whose end turns out to have been
+  // a failure rather than the client's clean close.
+  virtual absl::Status BeforeCommit() { return absl::OkStatus(); }
 };
 
 // Where Read pushes an object's bytes to.
