@@ -302,8 +302,9 @@ grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRe
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   absl::StatusOr<store::ObjectStatus> status =
-      store_->Stat(request->name(), request->blocks(), request->verify());
-  if (!status.ok()) return ToGrpc(status.status());
+      store_->Stat(request->name(), request->blocks(), request->verify(),
+                   [context] { return context->IsCancelled(); });
+  if (!status.ok()) return Finish(context, status.status(), "the check stopped");
   ToProto(*status, /*with_stripes=*/true, response->mutable_object());
   return grpc::Status::OK;
 }

@@ -1008,7 +1008,8 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
 }
 
 absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with_blocks,
-                                           bool verify, bool per_stripe) {
+                                           bool verify, bool per_stripe,
+                                           const std::function<bool()>& cancelled) {
   ObjectStatus status;
   status.object = object;
   const uint32_t m = object.data_blocks;
@@ -1020,6 +1021,10 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
     if (buffer->memory == nullptr) return absl::ResourceExhaustedError("out of memory");
   }
   for (uint64_t batch = 0; batch < object.stripe_count; batch += kStripeBatch) {
+    if (cancelled && cancelled()) {
+      return absl::CancelledError(absl::StrCat("stat stopped after ", batch, " of ",
+                                               object.stripe_count, " stripes: the call ended"));
+    }
     const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
     absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
     if (!blocks.ok()) return blocks.status();
@@ -1042,11 +1047,12 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
   return status;
 }
 
-absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_blocks, bool verify) {
+absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_blocks, bool verify,
+                                         const std::function<bool()>& cancelled) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
   absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
   if (!object.ok()) return LookupError(object.status(), name, options_.max_name_length);
-  return Health(*object, with_blocks, verify, /*per_stripe=*/true);
+  return Health(*object, with_blocks, verify, /*per_stripe=*/true, cancelled);
 }
 
 absl::StatusOr<std::vector<ObjectStatus>> Store::List() {

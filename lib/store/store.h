@@ -206,8 +206,10 @@ class Store {
   absl::Status GetBlock(absl::string_view name, uint64_t stripe, uint32_t index, ByteSink& sink);
 
   // Reports an object's health per stripe; `verify` reads every block and checks its checksum,
-  // marking the ones that fail.
-  absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify);
+  // marking the ones that fail. `cancelled` (may be empty) is polled between batches of stripes;
+  // when it returns true Stat stops with Cancelled.
+  absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify,
+                                    const std::function<bool()>& cancelled = {});
 
   // All committed objects with their health, without per-stripe detail. Takes no object lock;
   // an object deleted or updated while it is measured is skipped or measured again, never
@@ -296,7 +298,7 @@ class Store {
   void MarkSuspect(uint32_t id, const std::string& reason);
   void FreeExtents(absl::Span<const BlockRecord> blocks);
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
-                                      bool per_stripe);
+                                      bool per_stripe, const std::function<bool()>& cancelled = {});
 
   const StoreOptions options_;
   std::unique_ptr<ec::Engine> engine_;

@@ -370,6 +370,49 @@ TEST_F(StoreTest, RefusesBadNamesOnEveryCall) {
   ASSERT_TRUE(Put(std::string(1024, 'n'), data).ok());  // The limit itself is allowed.
 }
 
+// A source that reads to its end but then refuses the commit (a stream whose end was a failure).
+class RefusingSource : public VectorSource {
+ public:
+  using VectorSource::VectorSource;
+  absl::Status BeforeCommit() override {
+    ++asked;
+    return absl::CancelledError("the stream failed");
+  }
+  int asked = 0;
+};
+
+TEST_F(StoreTest, ARefusedCommitStoresNothing) {
+  const auto data = RandomBytes(100000, 12);
+  ASSERT_TRUE(Put("base", data).ok());
+  const uint64_t free_before = TotalFree();
+  EncodeParams p;
+  p.name = "refused";
+  RefusingSource src(data);
+  absl::Status s = store_->Encode(p, src).status();
+  EXPECT_TRUE(absl::IsCancelled(s)) << s;
+  EXPECT_EQ(src.asked, 1);
+  EXPECT_TRUE(absl::IsNotFound(Get("refused").status()));
+  EXPECT_EQ(TotalFree(), free_before);
+  const std::vector<uint8_t> patch(5000, 0xab);
+  RefusingSource update(patch);
+  EXPECT_TRUE(absl::IsCancelled(store_->Update("base", 100, update, false).status()));
+  EXPECT_EQ(update.asked, 1);
+  auto back = Get("base");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+  EXPECT_EQ(TotalFree(), free_before);
+  ASSERT_TRUE(Put("refused", data).ok());  // The name is free.
+}
+
+TEST_F(StoreTest, StatVerifyStopsWhenCancelled) {
+  ASSERT_TRUE(Put("obj", RandomBytes(100000, 13)).ok());
+  EXPECT_TRUE(absl::IsCancelled(store_->Stat("obj", false, true, [] { return true; }).status()));
+  auto done = store_->Stat("obj", false, true, [] { return false; });
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->degraded_stripes, 0u);
+  EXPECT_EQ(done->object.size, 100000u);
+}
+
 TEST_F(StoreTest, RefusesBadRequestsWithoutSideEffects) {
   const auto data = RandomBytes(5000, 10);
   ASSERT_TRUE(Put("taken", data).ok());

@@ -268,6 +268,9 @@ def check_deadlines():
         expect(DE, [], lambda: list(objects.Recover(pb.RecoverRequest(name="big"),
                                                     timeout=timeout)),
                "a recover of %d bytes with a %g s deadline" % (size, timeout))
+        expect(DE, [], lambda: objects.Stat(pb.StatRequest(name="big", verify=True),
+                                            timeout=timeout),
+               "a stat --verify of %d bytes with a %g s deadline" % (size, timeout))
     wait_inflight(0)
     ok("every stopped call has ended on the daemon (ecd_inflight_requests 0)")
     round_trip("after deadlines")
