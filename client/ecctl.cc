@@ -693,6 +693,11 @@ void Update(Client& c, const UpdateArgs& a) {
   h->set_name(a.name);
   h->set_offset(*offset);
   h->set_append(a.append);
+  if (a.hex_given) {
+    h->set_size(inline_bytes.size());
+  } else if (struct stat st{}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    h->set_size(static_cast<uint64_t>(st.st_size));
+  }
 
   auto context = c.Context();
   v1::UpdateResponse response;

@@ -273,7 +273,8 @@ grpc::Status ObjectsService::Update(grpc::ServerContext* context,
   StreamSource<v1::UpdateRequest> source(
       context, reader, std::move(first), "update", max_bytes,
       absl::StrCat("appending it at offset ", h.offset(), " would make the object larger than ",
-                   limits_.max_object_size, " bytes (--max-object-size)"));
+                   limits_.max_object_size, " bytes (--max-object-size)"),
+      h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
   source.set_max_message(limits_.max_message_size);
   absl::StatusOr<store::UpdateResult> result =
       store_->Update(h.name(), h.offset(), source, h.append());

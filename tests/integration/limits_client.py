@@ -171,6 +171,13 @@ def check_object_size():
     if o.version != version or o.size != 1 << 20 or read("exact") != data:
         fail("a refused append changed the object")
     ok("the refused append left the object as it was (version %d)" % version)
+    expect(IA, ["declared 10 bytes but the stream carried 1"],
+           lambda: objects.Update(iter([pb.UpdateRequest(
+               header=pb.UpdateHeader(name="exact", offset=0, size=10), data=b"z")]), timeout=10),
+           "update with a declared size not matching")
+    o = objects.Stat(pb.StatRequest(name="exact"), timeout=10).object
+    if o.version != version or read("exact") != data:
+        fail("a refused update changed the object")
     for n in ("exact", "exact2"):
         objects.Delete(pb.DeleteRequest(name=n), timeout=10)
     if used_bytes() != before:
