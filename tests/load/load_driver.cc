@@ -1,14 +1,16 @@
 // ecd_load: the load test's driver (issue 8). N client threads run a seeded random mix of encode,
 // read (whole and ranges), update (overwrite and append), delete, stat and list against a running
 // ecd over ecd.v1 for a bounded time, each checking every answer against its own model of the
-// objects it owns (their exact bytes). Meanwhile an injector thread fails devices and brings them
-// back, injects CXL memory-module (evacuate) and media-error (rebuild) events, and recovers
-// objects while clients update them, keeping at most one device out of service at a time (every
-// shape has K >= 2, so a device failure plus a flaky device stay recoverable). At the end it
-// quiesces (all devices online, rebuild jobs finished), reads every object back byte for byte,
-// checks deleted ones are NOT_FOUND, that nothing is reported lost (List and /metrics), and that
-// the daemon's peak RSS (VmHWM) stayed under the bound of docs/load.md. Prints throughput per
-// operation and the peak RSS. Exit 0 on success, 1 on a failed check, 2 on bad flags.
+// objects it owns (their exact bytes); a read of another client's object, racing its owner's
+// updates and deletes, must return exactly one committed version (History). Meanwhile an
+// injector thread fails devices and brings them back, injects CXL memory-module (evacuate) and
+// media-error (rebuild) events, and recovers objects while clients update them, keeping at most
+// one device out of service at a time (every shape has K >= 2, so a device failure plus the
+// flaky last device stay recoverable). At the end it quiesces (all devices online, rebuild jobs
+// finished), reads every object back byte for byte, checks deleted ones are NOT_FOUND, that
+// nothing is reported lost (List and /metrics), and that the daemon's peak RSS (VmHWM) stayed
+// under the bound of docs/load.md. Prints throughput per operation and the peak RSS.
+// Exit 0 on success, 1 on a failed check, 2 on bad flags.
 #include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
@@ -141,13 +143,61 @@ class Failures {
 };
 Failures failures;
 
+// Every client's objects as the other clients may see them: the bytes of the last few committed
+// versions of each name, so that a read racing an update or delete of an object another client
+// owns can still be checked exactly (it must return one committed version, whole).
+class History {
+ public:
+  static constexpr size_t kKept = 6;
+  void Commit(const std::string& name, uint64_t version, const std::string& bytes) {
+    auto copy = std::make_shared<const std::string>(bytes);
+    std::lock_guard lock(mu_);
+    auto& versions = names_[name];
+    versions[version] = std::move(copy);
+    while (versions.size() > kKept) versions.erase(versions.begin());
+  }
+  void Erase(const std::string& name) {
+    std::lock_guard lock(mu_);
+    names_.erase(name);
+  }
+  // A random name some client stores; empty if none.
+  std::string Pick(uint64_t r) {
+    std::lock_guard lock(mu_);
+    if (names_.empty()) return "";
+    auto it = names_.begin();
+    std::advance(it, r % names_.size());
+    return it->first;
+  }
+  // The bytes of `version` of `name`; null if unknown (not yet recorded, or pruned). `pruned`
+  // tells the second case apart (older than every version kept).
+  std::shared_ptr<const std::string> Get(const std::string& name, uint64_t version, bool& pruned) {
+    std::lock_guard lock(mu_);
+    pruned = false;
+    auto it = names_.find(name);
+    if (it == names_.end()) return nullptr;
+    auto v = it->second.find(version);
+    if (v != it->second.end()) return v->second;
+    pruned = !it->second.empty() && version < it->second.begin()->first;
+    return nullptr;
+  }
+  bool Has(const std::string& name) {
+    std::lock_guard lock(mu_);
+    return names_.count(name) > 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::map<uint64_t, std::shared_ptr<const std::string>>> names_;
+};
+History history;
+
 std::string Describe(const grpc::Status& s) {
   return absl::StrCat("code ", static_cast<int>(s.error_code()), ": ", s.error_message());
 }
 
-enum Op { kEncode, kRead, kReadRange, kUpdate, kDelete, kStat, kList, kOps };
-const char* const kOpNames[kOps] = {"encode", "read", "read-range", "update",
-                                    "delete", "stat", "list"};
+enum Op { kEncode, kRead, kReadRange, kReadOther, kUpdate, kDelete, kStat, kList, kOps };
+const char* const kOpNames[kOps] = {"encode", "read",   "read-range", "read-other",
+                                    "update", "delete", "stat",       "list"};
 
 struct OpStats {
   uint64_t ok = 0, refused = 0, bytes = 0;
@@ -186,7 +236,8 @@ void FillRandom(std::mt19937_64& rng, std::string& s) {
 }
 
 grpc::Status DoRead(v1::Objects::Stub& stub, const std::string& name, uint64_t offset,
-                    uint64_t length, std::string& out, uint64_t& size) {
+                    uint64_t length, std::string& out, uint64_t& size,
+                    uint64_t* version = nullptr) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(2));
   v1::ReadRequest req;
@@ -199,6 +250,7 @@ grpc::Status DoRead(v1::Objects::Stub& stub, const std::string& name, uint64_t o
   size = 0;
   while (reader->Read(&r)) {
     if (r.object_size() > 0) size = r.object_size();
+    if (version != nullptr && r.object_version() > 0) *version = r.object_version();
     out += r.data();
   }
   return reader->Finish();
@@ -225,8 +277,10 @@ class Client {
       if (objects_.empty() ||
           (dice < 22 && objects_.size() < static_cast<size_t>(o_.objects_per_client)))
         Encode();
-      else if (dice < 40)
+      else if (dice < 34)
         Read(false);
+      else if (dice < 46)
+        ReadOther();
       else if (dice < 58)
         Read(true);
       else if (dice < 78)
@@ -337,6 +391,7 @@ class Client {
       if (resp.object().size() != bytes.size())
         failures.Add(absl::StrCat("encode ", name, ": size ", resp.object().size(), ", sent ",
                                   bytes.size()));
+      history.Commit(name, resp.object().version(), bytes);
       objects_[name] = std::move(bytes);
     } else if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT &&
                absl::StrContains(s.error_message(), "Vandermonde")) {
@@ -374,6 +429,52 @@ class Client {
                                 FirstDiff(got, want)));
   }
 
+  // Reads an object another client owns (and may be updating or deleting right now): the bytes
+  // must be exactly those of the version the response names; NOT_FOUND only once it is deleted.
+  void ReadOther() {
+    std::string name = history.Pick(rng_());
+    if (name.empty()) return;
+    auto t0 = Clock::now();
+    std::string got;
+    uint64_t size = 0, version = 0;
+    grpc::Status s = DoRead(*stub_, name, 0, 0, got, size, &version);
+    Record(kReadOther, t0, s, got.size());
+    auto wait_until = Clock::now() + std::chrono::seconds(5);
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+      // The owner erases the name from the history right after its Delete returns.
+      while (history.Has(name) && Clock::now() < wait_until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (history.Has(name))
+        failures.Add(absl::StrCat("read of ", name,
+                                  " (another client's): NOT_FOUND, but it is "
+                                  "not deleted"));
+      return;
+    }
+    if (!s.ok()) {
+      failures.Add(absl::StrCat("read of ", name, " (another client's): ", Describe(s)));
+      return;
+    }
+    for (;;) {
+      bool pruned = false;
+      std::shared_ptr<const std::string> want = history.Get(name, version, pruned);
+      if (want != nullptr) {
+        if (*want != got)
+          failures.Add(absl::StrCat("read of ", name, " (another client's) version ", version, ": ",
+                                    got.size(), " bytes, want ", want->size(),
+                                    ", first difference at ", FirstDiff(got, *want)));
+        return;
+      }
+      // Pruned (many updates during the read), or deleted since: nothing left to compare with.
+      if (pruned || !history.Has(name)) return;
+      if (Clock::now() > wait_until) {  // The owner records a version right after it commits.
+        failures.Add(absl::StrCat("read of ", name, " (another client's) returned version ",
+                                  version, ", which was never committed"));
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
   void Update() {
     std::string name = PickName();
     std::string& model = objects_[name];
@@ -408,6 +509,7 @@ class Client {
     if (s.ok()) {
       if (model.size() < offset + n) model.resize(offset + n);
       model.replace(offset, n, patch);
+      history.Commit(name, resp.object().version(), model);
       if (resp.object().size() != model.size() || resp.bytes_written() != n)
         failures.Add(absl::StrCat("update ", name, " at ", offset, "+", n, ": size ",
                                   resp.object().size(), " written ", resp.bytes_written(),
@@ -428,6 +530,7 @@ class Client {
     grpc::Status s = stub_->Delete(&ctx, req, &resp);
     Record(kDelete, t0, s, 0);
     if (s.ok()) {
+      history.Erase(name);
       objects_.erase(name);
       gone_.insert(name);
       std::string got;
@@ -656,14 +759,14 @@ class Injector {
   std::set<uint64_t> reported_;
 };
 
-// VmHWM of a process in bytes (0 if unreadable).
-uint64_t PeakRss(int pid) {
+// A "Key:   N kB" field of /proc/PID/status in bytes (0 if unreadable): VmHWM is the peak RSS.
+uint64_t ProcStatus(int pid, const std::string& key) {
   std::ifstream f(absl::StrCat("/proc/", pid, "/status"));
   std::string line;
   while (std::getline(f, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) {
+    if (line.rfind(key + ":", 0) == 0) {
       uint64_t kb = 0;
-      std::istringstream(line.substr(6)) >> kb;
+      std::istringstream(line.substr(key.size() + 1)) >> kb;
       return kb << 10;
     }
   }
@@ -784,15 +887,23 @@ int main(int argc, char** argv) {
               injector.fails, injector.evacuations, injector.media_errors, injector.recovers);
 
   // Peak RSS against the bound of docs/load.md:
-  //   bound = 64 MiB base + devices x nvme_host_memory
-  //         + (clients + 3) x (ec_workers + 1) x max_stripe_memory   (each request's stripes)
-  //         + clients x 8 MiB                                        (gRPC message buffers)
-  //   sanitized (ASan): 2 x bound + 256 MiB (shadow, redzones and the freed-memory quarantine)
+  //   requests = (clients + 3) x (ec_workers + 1) x max_stripe_memory
+  //              (every client request, a rebuild job, a recover and a scrub, each holding at
+  //              most an encode's ec_workers + 1 stripes)
+  //   bound = 64 MiB base + devices x nvme_host_memory + 2 x requests
+  //         + clients x 16 MiB (gRPC buffers: the daemon accepts 16 MiB messages)
+  //   The factor 2 is glibc's: freed stripes stay resident in its per-thread arenas (measured:
+  //   ~400 MiB peak by default, ~250 MiB with MALLOC_ARENA_MAX=2, for the same load).
+  //   Sanitized (ASan): 2 x bound + 256 MiB (shadow, redzones and the freed-memory quarantine).
   if (o.pid > 0) {
-    uint64_t hwm = PeakRss(o.pid);
-    uint64_t bound = 64 * kMiB + o.devices * o.nvme_host_memory +
-                     (o.clients + 3ull) * (o.ec_workers + 1ull) * o.max_stripe_memory +
-                     o.clients * 8 * kMiB;
+    uint64_t hwm = ProcStatus(o.pid, "VmHWM");
+    std::printf("RSS of ecd now: %.1f MiB anonymous, %.1f MiB file, %.1f MiB shared memory\n",
+                static_cast<double>(ProcStatus(o.pid, "RssAnon")) / kMiB,
+                static_cast<double>(ProcStatus(o.pid, "RssFile")) / kMiB,
+                static_cast<double>(ProcStatus(o.pid, "RssShmem")) / kMiB);
+    const uint64_t requests = (o.clients + 3ull) * (o.ec_workers + 1ull) * o.max_stripe_memory;
+    uint64_t bound =
+        64 * kMiB + o.devices * o.nvme_host_memory + 2 * requests + o.clients * 16 * kMiB;
     if (o.sanitized) bound = 2 * bound + 256 * kMiB;
     std::printf("peak RSS (VmHWM) of ecd: %.1f MiB, bound %.1f MiB%s\n",
                 static_cast<double>(hwm) / kMiB, static_cast<double>(bound) / kMiB,
