@@ -203,9 +203,11 @@ struct OpStats {
   uint64_t ok = 0, refused = 0, bytes = 0;
   double seconds = 0;  // Time inside the RPCs.
   std::map<int, uint64_t> refused_by_code;
+  std::map<int, std::string> first_message;  // Of each refusal code.
   void Merge(const OpStats& o) {
     ok += o.ok, refused += o.refused, bytes += o.bytes, seconds += o.seconds;
     for (auto [c, n] : o.refused_by_code) refused_by_code[c] += n;
+    for (const auto& [c, m] : o.first_message) first_message.emplace(c, m);
   }
 };
 
@@ -353,6 +355,7 @@ class Client {
       ++st.ok, st.bytes += bytes;
     } else {
       ++st.refused, ++st.refused_by_code[s.error_code()];
+      st.first_message.emplace(s.error_code(), s.error_message());
     }
   }
 
@@ -617,6 +620,12 @@ class Injector {
 
   void Run(Clock::time_point end) {
     while (Clock::now() < end && failures.count() == 0) {
+      // An evacuation that outlived its wait ends with its device failed: bring every device
+      // back before taking another one out, so that at most one is ever out of service.
+      if (!AllOnline()) {
+        WaitRebuilds(Clock::now() + std::chrono::seconds(30));
+        AllOnline();
+      }
       uint32_t d = static_cast<uint32_t>(rng_() % o_.out_of_service);
       switch (rng_() % 3) {
         case 0:  // Fail a device, repair objects while it is out, bring it back.
@@ -662,17 +671,7 @@ class Injector {
     auto until = Clock::now() + std::chrono::seconds(60);
     for (;;) {
       WaitRebuilds(until);
-      bool all_online = true;
-      grpc::ClientContext ctx;
-      v1::ListDevicesResponse resp;
-      if (!devices_->List(&ctx, v1::ListDevicesRequest(), &resp).ok()) return false;
-      for (const auto& dev : resp.devices()) {
-        if (dev.state() != v1::DEVICE_STATE_ONLINE) {
-          all_online = false;
-          SetState(dev.id(), v1::DEVICE_STATE_ONLINE);
-        }
-      }
-      if (all_online && WaitRebuilds(until)) return true;
+      if (AllOnline() && WaitRebuilds(until)) return true;
       if (Clock::now() > until) return false;
     }
   }
@@ -684,6 +683,21 @@ class Injector {
     auto until = std::min(end, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(s)));
     std::this_thread::sleep_until(until);
+  }
+
+  // True if every device is online; sets the others online (and returns false).
+  bool AllOnline() {
+    grpc::ClientContext ctx;
+    v1::ListDevicesResponse resp;
+    if (!devices_->List(&ctx, v1::ListDevicesRequest(), &resp).ok()) return false;
+    bool all = true;
+    for (const auto& dev : resp.devices()) {
+      if (dev.state() != v1::DEVICE_STATE_ONLINE) {
+        all = false;
+        SetState(dev.id(), v1::DEVICE_STATE_ONLINE);
+      }
+    }
+    return all;
   }
 
   bool SetState(uint32_t d, v1::DeviceState state) {
@@ -840,6 +854,7 @@ int main(int argc, char** argv) {
   for (auto& c : clients) c->Verify(verify);
   double verify_s = std::chrono::duration<double>(Clock::now() - v0).count();
   size_t live = 0, gone = 0;
+  uint64_t expected_used = 0;  // Device bytes the listed objects' blocks take.
   for (auto& c : clients) live += c->objects().size(), gone += c->gone().size();
   {
     auto stub = ObjectsStub(o.addr);
@@ -848,10 +863,31 @@ int main(int argc, char** argv) {
     grpc::Status s = stub->List(&ctx, v1::ListRequest(), &list);
     if (!s.ok()) failures.Add(absl::StrCat("final list: ", Describe(s)));
     uint64_t lost = 0;
-    for (const auto& info : list.objects()) lost += info.lost_stripes();
+    for (const auto& info : list.objects()) {
+      lost += info.lost_stripes();
+      const uint64_t stride = (info.block_size() + 4095) / 4096 * 4096;  // Whole 4 KiB LBAs.
+      expected_used += info.stripe_count() * (info.data_blocks() + info.parity_blocks()) * stride;
+    }
     if (s.ok() && (static_cast<size_t>(list.objects_size()) != live || lost != 0))
       failures.Add(absl::StrCat("final list: ", list.objects_size(), " objects (model ", live,
                                 "), ", lost, " lost stripes"));
+  }
+  {
+    grpc::ChannelArguments args;
+    auto devices = v1::Devices::NewStub(
+        grpc::CreateCustomChannel(o.addr, grpc::InsecureChannelCredentials(), args));
+    grpc::ClientContext ctx;
+    v1::ListDevicesResponse resp;
+    if (devices->List(&ctx, v1::ListDevicesRequest(), &resp).ok()) {
+      uint64_t used = 0, blocks = 0;
+      for (const auto& d : resp.devices()) used += d.used_bytes(), blocks += d.blocks();
+      std::printf("devices: %.1f MB used by %llu blocks; the objects' blocks take %.1f MB\n",
+                  used / 1e6, static_cast<unsigned long long>(blocks), expected_used / 1e6);
+      // Every extent of a deleted, refused or superseded version must have been freed.
+      if (used != expected_used)
+        failures.Add(absl::StrCat("devices report ", used, " bytes used, the objects' blocks take ",
+                                  expected_used, ": leaked or double-freed extents"));
+    }
   }
   if (!o.metrics.empty()) {
     double lost = ScrapeMetric(o.metrics, "ecd_lost_stripes");
@@ -877,6 +913,9 @@ int main(int argc, char** argv) {
                 total[i].bytes / elapsed / 1e6, codes.c_str());
     all_ops += total[i].ok, all_bytes += total[i].bytes;
   }
+  for (int i = 0; i < kOps; ++i)
+    for (const auto& [c, m] : total[i].first_message)
+      std::printf("  %s code %d, e.g.: %s\n", kOpNames[i], c, m.c_str());
   std::printf("%-11s %8llu %8s %9.1f %9.2f\n", "all", static_cast<unsigned long long>(all_ops), "",
               all_ops / elapsed, all_bytes / elapsed / 1e6);
   std::printf(
