@@ -9,10 +9,12 @@ source "$(dirname "$0")/../integration/lib.sh"
 
 # The limits the RSS bound is derived from (they are passed to ecd_load as well).
 STRIPE_MIB=8 HOST_MIB=8 WORKERS=2 DEVICES=8
-step "start ecd (8 devices; device 7: 2% read errors, 1% write errors, 300 us read latency)"
+# ECD_LOAD_FAULTS overrides the --fault-inject value (keep the faults on device 7).
+FAULTS=${ECD_LOAD_FAULTS:-'7=read:eio:p=0.02;write:eio:p=0.01;read:latency:us=300'}
+step "start ecd (8 devices; --fault-inject $FAULTS)"
 start_ecd --max-stripe-memory ${STRIPE_MIB}M --nvme-host-memory ${HOST_MIB}M \
   --ec-workers $WORKERS --cxl-poll-interval 0.2 --log-level warn \
-  --fault-inject '7=read:eio:p=0.02;write:eio:p=0.01;read:latency:us=300' --fault-seed 7
+  --fault-inject "$FAULTS" --fault-seed 7
 
 step "ecd_load $*"
 rc=0
