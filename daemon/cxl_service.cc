@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "daemon/auth.h"
 #include "lib/cxl/event_drain.h"
 
 namespace ecd::daemon {
@@ -164,6 +165,7 @@ absl::StatusOr<cxl::EventRecord> RecordFromInject(const v1::CxlInjectRequest& r)
 
 grpc::Status CxlService::Inject(grpc::ServerContext* context, const v1::CxlInjectRequest* request,
                                 v1::CxlInjectResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/Inject"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
@@ -182,6 +184,7 @@ grpc::Status CxlService::Inject(grpc::ServerContext* context, const v1::CxlInjec
 grpc::Status CxlService::GetEventRecords(grpc::ServerContext* context,
                                          const v1::CxlGetEventRecordsRequest* request,
                                          v1::CxlGetEventRecordsResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/GetEventRecords"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
@@ -213,6 +216,7 @@ grpc::Status CxlService::GetEventRecords(grpc::ServerContext* context,
 grpc::Status CxlService::ClearEventRecords(grpc::ServerContext* context,
                                            const v1::CxlClearEventRecordsRequest* request,
                                            v1::CxlClearEventRecordsResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/ClearEventRecords"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
@@ -242,6 +246,7 @@ grpc::Status CxlService::ClearEventRecords(grpc::ServerContext* context,
 grpc::Status CxlService::GetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlGetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/GetInterruptPolicy"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
@@ -257,6 +262,7 @@ grpc::Status CxlService::GetInterruptPolicy(grpc::ServerContext* context,
 grpc::Status CxlService::SetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlSetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/SetInterruptPolicy"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   cxl::EventLogDevice* dev = monitor_->device(request->device());
@@ -347,6 +353,7 @@ absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
 
 grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
                                 v1::CxlIngestResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/Ingest"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   if (const uint64_t n = static_cast<uint64_t>(request->raw_records_size()) +
@@ -394,6 +401,7 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
 
 grpc::Status CxlService::GetStats(grpc::ServerContext* context, const v1::CxlStatsRequest* request,
                                   v1::CxlStats* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/GetStats"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   const store::CxlMonitorStats s = monitor_->stats();

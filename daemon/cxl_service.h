@@ -7,6 +7,7 @@
 
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
+#include "daemon/auth.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/store/cxl_monitor.h"
 
@@ -44,7 +45,11 @@ class CxlService final : public v1::Cxl::Service {
                                   const v1::CxlSetInterruptPolicyRequest* request,
                                   v1::CxlInterruptPolicy* response) override;
 
+  // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
+  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+
  private:
+  const Authorizer* auth_ = nullptr;
   store::CxlMonitor* const monitor_;
   store::EventPolicy* const policy_;
   Limits limits_;

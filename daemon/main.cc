@@ -5,11 +5,14 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
@@ -20,6 +23,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "daemon/auth.h"
 #include "daemon/cxl_service.h"
 #include "daemon/http_server.h"
 #include "daemon/limits.h"
@@ -27,6 +31,7 @@
 #include "daemon/request_limiter.h"
 #include "daemon/rpc_metrics.h"
 #include "daemon/services.h"
+#include "daemon/tls.h"
 #include "lib/store/cxl_monitor.h"
 #include "lib/store/event_policy.h"
 #include "lib/store/fault_namespace.h"
@@ -45,6 +50,11 @@ struct Flags {
   std::string lba_size = "4K";
   std::string listen = "127.0.0.1:7400";
   std::string unix_socket;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+  bool insecure = false;
+  std::string tokens_file;
   std::string port_file;
   std::string metrics_listen = "127.0.0.1:9400";
   std::string metrics_port_file;
@@ -94,7 +104,17 @@ int Main(int argc, char** argv) {
   app.add_option("--lba-size", f.lba_size, "LBA size of new devices")->capture_default_str();
   app.add_option("--listen", f.listen, "TCP address to serve gRPC on (port 0 picks one)")
       ->capture_default_str();
-  app.add_option("--unix-socket", f.unix_socket, "Also serve gRPC on this Unix socket path");
+  app.add_option("--unix-socket", f.unix_socket,
+                 "Also serve gRPC on this Unix socket path (mode 0660: the owner and group)");
+  app.add_option("--tls-cert", f.tls_cert, "TLS: the server certificate chain (PEM) for --listen");
+  app.add_option("--tls-key", f.tls_key, "TLS: the server certificate's private key (PEM)");
+  app.add_option("--tls-client-ca", f.tls_client_ca,
+                 "Mutual TLS: require client certificates signed by this CA (PEM)");
+  app.add_flag("--insecure", f.insecure,
+               "Allow plaintext gRPC on a non-loopback --listen address (not recommended)");
+  app.add_option("--tokens-file", f.tokens_file,
+                 "Bearer tokens, one `TOKEN ROLE [NAME]` a line; every call then needs one "
+                 "(docs/security.md). SIGHUP reloads it");
   app.add_option("--port-file", f.port_file, "Write the bound TCP port to this file");
   app.add_option("--metrics-listen", f.metrics_listen,
                  "host:port serving /metrics (Prometheus), /healthz and /readyz over HTTP; "
@@ -203,8 +223,43 @@ int Main(int argc, char** argv) {
     return Fail("--log-level must be debug, info, warn or error");
   }
 
+  // Signals are taken by one thread with sigwait; block them before any thread starts
+  // (gRPC starts its own threads when the listener credentials are made).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // Reloads --tokens-file.
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  // Listener and token rules first: a refusal must not wait for the store.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> listen_credentials =
+      ecd::daemon::ListenerCredentials(f.listen, {.cert_file = f.tls_cert,
+                                                  .key_file = f.tls_key,
+                                                  .client_ca_file = f.tls_client_ca,
+                                                  .insecure = f.insecure});
+  if (!listen_credentials.ok()) return Fail(std::string(listen_credentials.status().message()));
+  if (f.insecure && f.tls_cert.empty() && !ecd::daemon::IsLoopbackAddress(f.listen)) {
+    ecd::Log(ecd::LogLevel::kWarning,
+             "--insecure: serving plaintext gRPC on %s; anyone on the network can read and "
+             "change the traffic",
+             f.listen);
+  }
+  ecd::daemon::Authorizer authorizer;
+  if (!f.tokens_file.empty()) {
+    std::string warning;
+    if (absl::Status s = authorizer.Load(f.tokens_file, &warning); !s.ok()) {
+      return Fail(absl::StrCat("--tokens-file: ", s.message()));
+    }
+    if (!warning.empty()) ecd::Log(ecd::LogLevel::kWarning, "%s", warning);
+  } else if (!ecd::daemon::IsLoopbackAddress(f.listen)) {
+    ecd::Log(ecd::LogLevel::kWarning,
+             "no --tokens-file: every client that reaches %s may call every RPC", f.listen);
+  }
+
   // Before the store: the store's hooks count into it until the store is gone.
   ecd::daemon::DaemonMetrics metrics(ECD_VERSION);
+  authorizer.SetDeniedHook(metrics.AuthDeniedHook());
   ecd::store::StoreOptions options;
   options.on_ec_task_done = metrics.EcTaskHook();
   options.on_catalog_commit = metrics.CatalogCommitHook();
@@ -269,13 +324,6 @@ int Main(int argc, char** argv) {
   scrub_options.rate_bytes_per_sec = *scrub_rate;
   scrub_options.interval = absl::Seconds(f.scrub_interval_hours * 3600);
   scrub_options.repair = f.scrub_repair;
-
-  // Signals are taken by one thread with sigwait; block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   absl::StatusOr<std::unique_ptr<ecd::store::Store>> store = ecd::store::Store::Open(options);
   if (!store.ok()) {
@@ -348,12 +396,16 @@ int Main(int argc, char** argv) {
   devices.SetLimits(&limiter);
   ecd::daemon::RebuildsService rebuild_service(&rebuilds);
   rebuild_service.SetLimits(&limiter);
+  objects.set_authorizer(&authorizer);
+  devices.set_authorizer(&authorizer);
+  rebuild_service.set_authorizer(&authorizer);
+  cxl_service.set_authorizer(&authorizer);
   grpc::EnableDefaultHealthCheckService(true);
   // Server reflection: grpcurl and other generic clients discover the services without the proto.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(f.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(f.listen, *listen_credentials, &port);
   if (!f.unix_socket.empty()) {
     std::remove(f.unix_socket.c_str());  // A socket left by an earlier run.
     builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
@@ -377,17 +429,41 @@ int Main(int argc, char** argv) {
              f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
     return 1;
   }
+  // Only the owner and its group may connect (the socket's directory should be 0750 too).
+  if (!f.unix_socket.empty() && ::chmod(f.unix_socket.c_str(), 0660) != 0) {
+    ecd::Log(ecd::LogLevel::kError, "cannot chmod 0660 the unix socket %s: %s", f.unix_socket,
+             std::strerror(errno));
+    return 1;
+  }
   server->GetHealthCheckService()->SetServingStatus(true);
   if (http) http->SetReady(true);
   if (!f.port_file.empty()) {
     std::ofstream(f.port_file) << port << "\n";
   }
-  ecd::Log(ecd::LogLevel::kInfo, "ecd serving on %s (port %d)%s%s, data dir %s", f.listen, port,
-           f.unix_socket.empty() ? "" : " and unix:", f.unix_socket, f.data_dir);
+  ecd::Log(ecd::LogLevel::kInfo, "ecd serving on %s (port %d, %s)%s%s, data dir %s, %s", f.listen,
+           port,
+           f.tls_cert.empty()        ? "plaintext"
+           : f.tls_client_ca.empty() ? "TLS"
+                                     : "mutual TLS",
+           f.unix_socket.empty() ? "" : " and unix:", f.unix_socket, f.data_dir,
+           authorizer.enabled() ? "tokens required" : "no authorization (no --tokens-file)");
 
   std::thread waiter([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+      if (f.tokens_file.empty()) {
+        ecd::Log(ecd::LogLevel::kInfo, "SIGHUP received: no --tokens-file to reload");
+        continue;
+      }
+      std::string warning;
+      if (absl::Status s = authorizer.Load(f.tokens_file, &warning); !s.ok()) {
+        ecd::Log(ecd::LogLevel::kError, "SIGHUP: %s; the previous tokens stay in force",
+                 s.message());
+        continue;
+      }
+      if (!warning.empty()) ecd::Log(ecd::LogLevel::kWarning, "%s", warning);
+      ecd::Log(ecd::LogLevel::kInfo, "SIGHUP: reloaded the tokens of %s", f.tokens_file);
+    }
     ecd::Log(ecd::LogLevel::kInfo, "%s received: shutting down",
              sig == SIGTERM ? "SIGTERM" : "SIGINT");
     server->GetHealthCheckService()->SetServingStatus(false);

@@ -156,6 +156,11 @@ DaemonMetrics::DaemonMetrics(const std::string& version)
     ec_task_[static_cast<size_t>(k)] = &ec.WithLabels({ec::TaskKindName(k)});
   }
   catalog_commit_.Get();  // Exported (at zero) before the first commit.
+  auto& denied = registry_.AddCounter(
+      "ecd_auth_denied_total",
+      "gRPC calls refused by token authorization (docs/security.md), by reason.", {"reason"});
+  auth_unauthenticated_ = &denied.WithLabels({"unauthenticated"});
+  auth_permission_denied_ = &denied.WithLabels({"permission_denied"});
 
   // The methods ecd serves: ecd.v1 from its descriptors, gRPC's health and reflection services.
   auto add = [this](const std::string& path, RpcSeries::Body body) {
@@ -195,6 +200,13 @@ std::function<void(ec::TaskKind, std::chrono::nanoseconds)> DaemonMetrics::EcTas
 std::function<void(std::chrono::nanoseconds)> DaemonMetrics::CatalogCommitHook() {
   metrics::Histogram* h = &catalog_commit_.Get();
   return [h](std::chrono::nanoseconds d) { h->Observe(Seconds(d)); };
+}
+
+std::function<void(absl::StatusCode)> DaemonMetrics::AuthDeniedHook() {
+  return [this](absl::StatusCode code) {
+    (code == absl::StatusCode::kUnauthenticated ? auth_unauthenticated_ : auth_permission_denied_)
+        ->Increment();
+  };
 }
 
 void DaemonMetrics::RpcSeries::Record(int code, std::chrono::nanoseconds duration,

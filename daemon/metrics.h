@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "daemon/request_limiter.h"
 #include "lib/ec/engine.h"
@@ -38,6 +39,8 @@ class DaemonMetrics {
   // For StoreOptions::on_ec_task_done and on_catalog_commit. The metrics must outlive the store.
   std::function<void(ec::TaskKind, std::chrono::nanoseconds)> EcTaskHook();
   std::function<void(std::chrono::nanoseconds)> CatalogCommitHook();
+  // For Authorizer::SetDeniedHook: counts ecd_auth_denied_total by reason.
+  std::function<void(absl::StatusCode)> AuthDeniedHook();
 
   // The series of one gRPC method, looked up once per call; recording touches atomics only.
   class RpcSeries {
@@ -89,6 +92,8 @@ class DaemonMetrics {
   metrics::Family<metrics::Counter>& rpc_sent_;
   metrics::Family<metrics::Histogram>& catalog_commit_;
   std::array<metrics::Histogram*, 4> ec_task_;  // by ec::TaskKind
+  metrics::Counter* auth_unauthenticated_ = nullptr;
+  metrics::Counter* auth_permission_denied_ = nullptr;
   // Built in the constructor, read-only after: no lock on the RPC path.
   std::map<std::string, std::unique_ptr<RpcSeries>, std::less<>> rpc_series_;
   std::unique_ptr<RpcSeries> unknown_rpc_;

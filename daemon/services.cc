@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/auth.h"
 #include "daemon/convert.h"
 
 namespace ecd::daemon {
@@ -197,6 +198,7 @@ class ReadStreamSink final : public store::ByteSink {
 grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
                                     grpc::ServerReader<v1::EncodeRequest>* reader,
                                     v1::EncodeResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Encode"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::EncodeRequest first;
@@ -242,6 +244,7 @@ grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
 
 grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRequest* request,
                                   grpc::ServerWriter<v1::ReadResponse>* writer) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Read"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   ReadStreamSink sink(context, writer);
@@ -253,6 +256,7 @@ grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRe
 grpc::Status ObjectsService::Update(grpc::ServerContext* context,
                                     grpc::ServerReader<v1::UpdateRequest>* reader,
                                     v1::UpdateResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Update"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::UpdateRequest first;
@@ -290,6 +294,7 @@ grpc::Status ObjectsService::Update(grpc::ServerContext* context,
 grpc::Status ObjectsService::GetBlock(grpc::ServerContext* context,
                                       const v1::GetBlockRequest* request,
                                       grpc::ServerWriter<v1::ReadResponse>* writer) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/GetBlock"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   ReadStreamSink sink(context, writer);
@@ -300,6 +305,7 @@ grpc::Status ObjectsService::GetBlock(grpc::ServerContext* context,
 
 grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRequest* request,
                                   v1::StatResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Stat"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   absl::StatusOr<store::ObjectStatus> status =
@@ -312,6 +318,7 @@ grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRe
 
 grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRequest* request,
                                   v1::ListResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/List"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
@@ -324,6 +331,7 @@ grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRe
 
 grpc::Status ObjectsService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
                                     v1::DeleteResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Delete"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   absl::StatusOr<uint64_t> freed = store_->Delete(request->name());
@@ -335,6 +343,7 @@ grpc::Status ObjectsService::Delete(grpc::ServerContext* context, const v1::Dele
 grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
                                      const v1::RecoverRequest* request,
                                      grpc::ServerWriter<v1::RecoverProgress>* writer) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Recover"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   absl::StatusOr<store::RecoverProgress> done = store_->Recover(
@@ -359,6 +368,7 @@ grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
 
 grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::ScrubRequest* request,
                                    grpc::ServerWriter<v1::ScrubProgress>* writer) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Scrub"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   std::vector<std::string> names;
@@ -384,6 +394,7 @@ grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::Scrub
 grpc::Status ObjectsService::GetScrubStatus(grpc::ServerContext* context,
                                             const v1::ScrubStatusRequest* request,
                                             v1::ScrubStatusResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/GetScrubStatus"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   ToProto(scrubber_->Status(), scrub_options_, response);
@@ -393,6 +404,7 @@ grpc::Status ObjectsService::GetScrubStatus(grpc::ServerContext* context,
 grpc::Status DevicesService::List(grpc::ServerContext* context,
                                   const v1::ListDevicesRequest* request,
                                   v1::ListDevicesResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/List"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
@@ -404,6 +416,7 @@ grpc::Status DevicesService::List(grpc::ServerContext* context,
 grpc::Status DevicesService::SetState(grpc::ServerContext* context,
                                       const v1::SetDeviceStateRequest* request,
                                       v1::SetDeviceStateResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/SetState"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   store::DeviceState state;
@@ -480,6 +493,7 @@ void ToProto(const store::RebuildJob& j, v1::RebuildJob* out) {
 grpc::Status RebuildsService::List(grpc::ServerContext* context,
                                    const v1::ListRebuildsRequest* request,
                                    v1::ListRebuildsResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/List"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   for (const store::RebuildJob& j : rebuilds_->List()) ToProto(j, response->add_jobs());
@@ -488,6 +502,7 @@ grpc::Status RebuildsService::List(grpc::ServerContext* context,
 
 grpc::Status RebuildsService::Get(grpc::ServerContext* context,
                                   const v1::GetRebuildRequest* request, v1::RebuildJob* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/Get"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   std::optional<store::RebuildJob> j = rebuilds_->Get(request->id());

@@ -5,6 +5,7 @@
 
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
+#include "daemon/auth.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/store/rebuild_scheduler.h"
 #include "lib/store/scrubber.h"
@@ -46,7 +47,11 @@ class ObjectsService final : public v1::Objects::Service {
   grpc::Status GetScrubStatus(grpc::ServerContext* context, const v1::ScrubStatusRequest* request,
                               v1::ScrubStatusResponse* response) override;
 
+  // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
+  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+
  private:
+  const Authorizer* auth_ = nullptr;
   store::Store* const store_;
   store::Scrubber* const scrubber_;
   const store::ScrubberOptions scrub_options_;
@@ -68,7 +73,11 @@ class DevicesService final : public v1::Devices::Service {
   grpc::Status SetState(grpc::ServerContext* context, const v1::SetDeviceStateRequest* request,
                         v1::SetDeviceStateResponse* response) override;
 
+  // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
+  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+
  private:
+  const Authorizer* auth_ = nullptr;
   store::Store* const store_;
   store::RebuildScheduler* const rebuilds_;
   RequestLimiter* limiter_ = nullptr;
@@ -86,7 +95,11 @@ class RebuildsService final : public v1::Rebuilds::Service {
   grpc::Status Get(grpc::ServerContext* context, const v1::GetRebuildRequest* request,
                    v1::RebuildJob* response) override;
 
+  // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
+  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+
  private:
+  const Authorizer* auth_ = nullptr;
   store::RebuildScheduler* const rebuilds_;
   RequestLimiter* limiter_ = nullptr;
 };

@@ -33,6 +33,7 @@ Library use (after the stubs are importable):
 
 import argparse
 import atexit
+import collections
 import io
 import json
 import os
@@ -192,16 +193,53 @@ class _Requests:
             raise
 
 
+class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                   grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds `authorization: Bearer TOKEN` to every call (ecd with --tokens-file,
+    docs/security.md)."""
+
+    def __init__(self, token):
+        self.metadata = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details):
+        metadata = list(details.metadata or []) + [self.metadata]
+        return details._replace(metadata=metadata) if hasattr(details, "_replace") else \
+            _CallDetails(details.method, details.timeout, metadata, details.credentials,
+                         getattr(details, "wait_for_ready", None),
+                         getattr(details, "compression", None))
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+    def intercept_stream_unary(self, continuation, details, requests):
+        return continuation(self._with_token(details), requests)
+
+    def intercept_stream_stream(self, continuation, details, requests):
+        return continuation(self._with_token(details), requests)
+
+
+class _CallDetails(collections.namedtuple(
+        "_CallDetails", ("method", "timeout", "metadata", "credentials", "wait_for_ready",
+                         "compression")), grpc.ClientCallDetails):
+    pass
+
+
 class EcdClient:
     """A thin, typed wrapper of the ecd.v1 stubs. Every method raises grpc.RpcError when ecd
-    answers with an error status (see docs/errors.md for the codes)."""
+    answers with an error status (see docs/errors.md for the codes). `token`: the bearer token
+    for an ecd with --tokens-file (None: none)."""
 
-    def __init__(self, addr=DEFAULT_ADDR, timeout=None):
+    def __init__(self, addr=DEFAULT_ADDR, timeout=None, token=None):
         if pb is None:
             load_stubs()
         self.timeout = timeout  # Seconds per call; None: no deadline.
         self.channel = grpc.insecure_channel(
             addr, options=[("grpc.max_receive_message_length", MAX_RECEIVE)])
+        if token:
+            self.channel = grpc.intercept_channel(self.channel, _BearerToken(token))
         self.objects = pb_grpc.ObjectsStub(self.channel)
         self.devices = pb_grpc.DevicesStub(self.channel)
         self.rebuilds = pb_grpc.RebuildsStub(self.channel)
@@ -524,6 +562,8 @@ def build_parser():
                         "PYTHONPATH, else generated with protoc from the repository's proto)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="deadline of each call (default: none)")
+    p.add_argument("--token", default=os.environ.get("ECD_TOKEN"),
+                   help="bearer token for an ecd with --tokens-file (default: $ECD_TOKEN)")
     p.add_argument("--json", action="store_true",
                    help="print JSON (proto3 mapping: 64-bit integers are strings); streams "
                         "print one JSON document per line, the last one final")
@@ -607,7 +647,7 @@ def main(argv=None):
     except (StubError, ImportError) as e:
         return _fail("stubs", str(e), EXIT_LOCAL)
     try:
-        with EcdClient(args.addr, args.timeout) as client:
+        with EcdClient(args.addr, args.timeout, args.token) as client:
             args.run(client, args)
     except grpc.RpcError as e:
         message = e.details() or ""
