@@ -6,6 +6,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -105,7 +106,8 @@ int Main(int argc, char** argv) {
   app.add_option("--listen", f.listen, "TCP address to serve gRPC on (port 0 picks one)")
       ->capture_default_str();
   app.add_option("--unix-socket", f.unix_socket,
-                 "Also serve gRPC on this Unix socket path (mode 0660: the owner and group)");
+                 "Also serve gRPC on this Unix socket path, mode 0660 (the owner and group); "
+                 "default DATA_DIR/ecd.sock, 'none' for no socket");
   app.add_option("--tls-cert", f.tls_cert, "TLS: the server certificate chain (PEM) for --listen");
   app.add_option("--tls-key", f.tls_key, "TLS: the server certificate's private key (PEM)");
   app.add_option("--tls-client-ca", f.tls_client_ca,
@@ -406,8 +408,15 @@ int Main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(f.listen, *listen_credentials, &port);
+  if (f.unix_socket.empty()) f.unix_socket = f.data_dir + "/ecd.sock";
+  if (f.unix_socket == "none") f.unix_socket.clear();
+  if (f.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Fail(absl::StrCat("the unix socket path ", f.unix_socket, " is longer than ",
+                             sizeof(sockaddr_un{}.sun_path) - 1,
+                             " bytes; give a shorter --unix-socket (or 'none')"));
+  }
   if (!f.unix_socket.empty()) {
-    std::remove(f.unix_socket.c_str());  // A socket left by an earlier run.
+    std::remove(f.unix_socket.c_str());  // A socket left by an earlier run (the data dir is ours).
     builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
                              grpc::InsecureServerCredentials());
   }
@@ -423,7 +432,10 @@ int Main(int argc, char** argv) {
   builder.RegisterService(&devices);
   builder.RegisterService(&rebuild_service);
   builder.RegisterService(&cxl_service);
+  // The socket is created 0660 (umask 0117 while binding), so it is never open to others.
+  const mode_t umask_before = ::umask(0117);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ::umask(umask_before);
   if (server == nullptr || port == 0) {
     ecd::Log(ecd::LogLevel::kError, "cannot listen on %s%s%s (is another ecd running?)", f.listen,
              f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
