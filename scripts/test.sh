@@ -16,6 +16,8 @@ if [ "${1:-}" = "--asan" ]; then
   # Leaks are reported too; abort on the first error so that the test fails where it happened.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  # Leaks inside uninstrumented system libraries (tests/lsan.supp says which and why).
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 elif [ "${1:-}" = "--tsan" ]; then
   export BUILD_DIR=${BUILD_DIR:-build-tsan}
   SANITIZE=(-DECD_SANITIZE=thread)
