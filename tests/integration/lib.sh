@@ -118,3 +118,27 @@ s=[s for s in d['object']['stripes'] if int(s['index'])==$2][0]
 b=[b for b in s['blocks'] if int(b['index'])==$3][0]
 print(b['device'], b['lba'], b['lba_count'])"
 }
+
+# python_stubs [PROTO...]: checks Debian's python3 (ECD_PYTHON overrides; not a pyenv python3
+# from PATH, which may lack grpc), protoc and grpc_python_plugin, and generates the ecd.v1
+# Python stubs (plus the extra PROTO files, from this directory) into $WORK/stubs. Sets PY.
+python_stubs() {
+  PY=${ECD_PYTHON:-/usr/bin/python3}
+  local protoc=${PROTOC:-protoc} plugin=${GRPC_PYTHON_PLUGIN:-/usr/bin/grpc_python_plugin}
+  local here root
+  here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+  root=$(cd "$here/../.." && pwd)
+  export PYTHONDONTWRITEBYTECODE=1  # The stubs are imported from $WORK; keep the tree clean.
+  [ -x "$PY" ] && "$PY" -c "import grpc, google.protobuf" ||
+    fail "$PY cannot import grpc and google.protobuf (apt-get install python3-grpcio python3-protobuf)"
+  command -v "$protoc" >/dev/null || fail "protoc not found (apt-get install protobuf-compiler)"
+  [ -x "$plugin" ] || fail "$plugin not found (apt-get install protobuf-compiler-grpc)"
+  mkdir -p "$WORK/stubs"
+  "$protoc" --python_out="$WORK/stubs" --grpc_out="$WORK/stubs" --plugin=protoc-gen-grpc="$plugin" \
+    -I "$root/proto" "$root"/proto/ecd/v1/*.proto
+  local proto
+  for proto in "$@"; do
+    "$protoc" --python_out="$WORK/stubs" --grpc_out="$WORK/stubs" --plugin=protoc-gen-grpc="$plugin" \
+      -I "$here" "$here/$proto"
+  done
+}

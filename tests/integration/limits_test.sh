@@ -15,18 +15,9 @@ ECTL=$2
 . "$(dirname "$0")/lib.sh"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-PY=${ECD_PYTHON:-/usr/bin/python3}
-PROTOC=${PROTOC:-protoc}
-PLUGIN=${GRPC_PYTHON_PLUGIN:-/usr/bin/grpc_python_plugin}
-export PYTHONDONTWRITEBYTECODE=1
 
 step "generate the Python stubs"
-[ -x "$PY" ] && "$PY" -c "import grpc, google.protobuf" ||
-  fail "$PY cannot import grpc and google.protobuf (apt-get install python3-grpcio python3-protobuf)"
-mkdir "$WORK/stubs"
-"$PROTOC" --python_out="$WORK/stubs" --grpc_out="$WORK/stubs" --plugin=protoc-gen-grpc="$PLUGIN" \
-  -I "$ROOT/proto" "$ROOT"/proto/ecd/v1/*.proto
+python_stubs
 limits_client() {
   "$PY" "$HERE/limits_client.py" "$WORK/stubs" "$ADDR" "$WORK/ecd.sock" "$METRICS" "$@"
 }

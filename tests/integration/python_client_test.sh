@@ -21,11 +21,6 @@ ECTL=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CLIENT="$ROOT/docs/examples/ecd_client.py"
-# Not `python3` from PATH: that may be a pyenv or virtualenv interpreter without grpc.
-PY=${ECD_PYTHON:-/usr/bin/python3}
-PROTOC=${PROTOC:-protoc}
-PLUGIN=${GRPC_PYTHON_PLUGIN:-/usr/bin/grpc_python_plugin}
-export PYTHONDONTWRITEBYTECODE=1  # The stubs are imported from $WORK; keep the tree clean.
 
 BLOCK=65536
 M=4
@@ -82,15 +77,7 @@ update_and_check() {
 }
 
 step "generate the Python stubs (ecd.v1 and grpc.reflection.v1alpha) with protoc"
-[ -x "$PY" ] && "$PY" -c "import grpc, google.protobuf" ||
-  fail "$PY cannot import grpc and google.protobuf (apt-get install python3-grpcio python3-protobuf)"
-command -v "$PROTOC" >/dev/null || fail "protoc not found (apt-get install protobuf-compiler)"
-[ -x "$PLUGIN" ] || fail "$PLUGIN not found (apt-get install protobuf-compiler-grpc)"
-mkdir "$WORK/stubs"
-"$PROTOC" --python_out="$WORK/stubs" --grpc_out="$WORK/stubs" --plugin=protoc-gen-grpc="$PLUGIN" \
-  -I "$ROOT/proto" "$ROOT"/proto/ecd/v1/*.proto
-"$PROTOC" --python_out="$WORK/stubs" --grpc_out="$WORK/stubs" --plugin=protoc-gen-grpc="$PLUGIN" \
-  -I "$HERE" "$HERE/reflection_v1alpha.proto"
+python_stubs reflection_v1alpha.proto
 for f in ecd/v1/ecd_pb2.py ecd/v1/ecd_pb2_grpc.py reflection_v1alpha_pb2.py reflection_v1alpha_pb2_grpc.py; do
   [ -s "$WORK/stubs/$f" ] || fail "protoc did not write $f"
 done
