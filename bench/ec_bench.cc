@@ -85,26 +85,7 @@ class Stripes {
   struct Free {
     void operator()(uint8_t* p) const { std::free(p); }
   };
-  Stripes(int m, int k, size_t len)
-      : m(m),
-        k(k),
-        len(len),
-        arena_(static_cast<uint8_t*>(std::aligned_alloc(4096, kBatch * (m + k) * len))) {
-    uint64_t x = 0x9E3779B97F4A7C15u;  // xorshift64: fast enough for hundreds of MiB.
-    std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, k);
-    std::vector<uint8_t> tables(32 * m * k);
-    ec_init_tables(m, k, coding.data(), tables.data());
-    for (int s = 0; s < kBatch; ++s) {
-      for (int i = 0; i < m; ++i) {
-        for (size_t b = 0; b < len; b += 8) {
-          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-          std::memcpy(Block(s, i) + b, &x, 8);
-        }
-      }
-      std::vector<uint8_t*> p = Pointers(s);
-      ec_encode_data(static_cast<int>(len), m, k, tables.data(), p.data(), p.data() + m);
-    }
-  }
+  Stripes(int m, int k, size_t len);  // Random data, parity encoded (after RawEncoder).
   std::unique_ptr<uint8_t, Free> arena_;
 };
 
@@ -147,6 +128,23 @@ class RawEncoder {
   std::vector<uint8_t> tables_;
 };
 
+Stripes::Stripes(int m, int k, size_t len)
+    : m(m),
+      k(k),
+      len(len),
+      arena_(static_cast<uint8_t*>(std::aligned_alloc(4096, kBatch * (m + k) * len))) {
+  uint64_t x = 0x9E3779B97F4A7C15u;  // xorshift64: fast enough for hundreds of MiB.
+  for (int s = 0; s < kBatch; ++s) {
+    for (int i = 0; i < m; ++i) {
+      for (size_t b = 0; b < len; b += 8) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        std::memcpy(Block(s, i) + b, &x, 8);
+      }
+    }
+  }
+  RawEncoder(*this).Encode(0, kBatch);
+}
+
 void BM_CreateRawIsal(benchmark::State& state) {
   int m, k;
   size_t len;
@@ -169,11 +167,8 @@ void BM_CreateCodec(benchmark::State& state) {
   auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
   for (auto _ : state) {
     for (int s = 0; s < kBatch; ++s) {
-      std::vector<absl::Span<const uint8_t>> data;
-      std::vector<absl::Span<uint8_t>> parity;
-      for (int i = 0; i < m; ++i) data.emplace_back(st.Span(s, i));
-      for (int j = 0; j < k; ++j) parity.emplace_back(st.Span(s, m + j));
-      benchmark::DoNotOptimize(codec->Encode(data, parity));
+      const auto task = std::get<ecd::ec::CreateTask>(CreateOf(codec, st, s));
+      benchmark::DoNotOptimize(codec->Encode(task.data, task.parity));
     }
   }
   Report(state, m, len);
