@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -65,56 +66,34 @@ struct Options {
   bool sanitized = false;
 };
 
+// Flags are --name=value (CLI11, as ecd and ecctl parse theirs); sizes are in MiB.
 bool ParseFlags(int argc, char** argv, Options& o) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto eq = a.find('=');
-    if (a.rfind("--", 0) != 0 || eq == std::string::npos) {
-      std::fprintf(stderr, "ecd_load: bad argument %s; flags are --name=value\n", a.c_str());
-      return false;
-    }
-    std::string k = a.substr(2, eq - 2), v = a.substr(eq + 1);
-    bool ok = true;
-    uint64_t u = 0;
-    if (k == "addr")
-      o.addr = v;
-    else if (k == "metrics")
-      o.metrics = v;
-    else if (k == "pid")
-      ok = absl::SimpleAtoi(v, &o.pid);
-    else if (k == "seconds")
-      ok = absl::SimpleAtod(v, &o.seconds) && o.seconds > 0;
-    else if (k == "clients")
-      ok = absl::SimpleAtoi(v, &o.clients) && o.clients >= 1;
-    else if (k == "seed")
-      ok = absl::SimpleAtoi(v, &o.seed);
-    else if (k == "devices")
-      ok = absl::SimpleAtoi(v, &o.devices) && o.devices >= 7;
-    else if (k == "max-object-mib")
-      ok = absl::SimpleAtoi(v, &u), o.max_object = u * kMiB;
-    else if (k == "objects-per-client")
-      ok = absl::SimpleAtoi(v, &o.objects_per_client);
-    else if (k == "inject")
-      o.inject = v != "0" && v != "false";
-    else if (k == "max-stripe-memory-mib")
-      ok = absl::SimpleAtoi(v, &u), o.max_stripe_memory = u * kMiB;
-    else if (k == "nvme-host-memory-mib")
-      ok = absl::SimpleAtoi(v, &u), o.nvme_host_memory = u * kMiB;
-    else if (k == "ec-workers")
-      ok = absl::SimpleAtoi(v, &o.ec_workers);
-    else if (k == "sanitized")
-      o.sanitized = v != "0" && v != "false";
-    else
-      ok = false;
-    if (!ok) {
-      std::fprintf(stderr, "ecd_load: bad flag %s (see tests/load/load_driver.cc)\n", a.c_str());
-      return false;
-    }
-  }
-  if (o.addr.empty()) {
-    std::fprintf(stderr, "ecd_load: --addr=HOST:PORT is required\n");
+  CLI::App app{"ecd_load: concurrent clients against a live ecd (docs/load.md)"};
+  uint64_t max_object_mib = o.max_object / kMiB, stripe_mib = o.max_stripe_memory / kMiB,
+           host_mib = o.nvme_host_memory / kMiB;
+  app.add_option("--addr", o.addr, "ecd's gRPC address HOST:PORT")->required();
+  app.add_option("--metrics", o.metrics, "host:port of /metrics; empty skips the scrape");
+  app.add_option("--pid", o.pid, "the daemon's pid, for VmHWM; 0 skips the RSS check");
+  app.add_option("--seconds", o.seconds)->check(CLI::PositiveNumber);
+  app.add_option("--clients", o.clients)->check(CLI::Range(1, 1024));
+  app.add_option("--seed", o.seed);
+  app.add_option("--devices", o.devices)->check(CLI::Range(7, 1024));
+  app.add_option("--max-object-mib", max_object_mib);
+  app.add_option("--objects-per-client", o.objects_per_client);
+  app.add_option("--inject", o.inject, "inject device failures and CXL events");
+  app.add_option("--max-stripe-memory-mib", stripe_mib, "ecd's --max-stripe-memory");
+  app.add_option("--nvme-host-memory-mib", host_mib, "ecd's --nvme-host-memory");
+  app.add_option("--ec-workers", o.ec_workers, "ecd's --ec-workers");
+  app.add_option("--sanitized", o.sanitized, "ecd is built with ASan (widens the RSS bound)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // Prints the error (or --help).
     return false;
   }
+  o.max_object = max_object_mib * kMiB;
+  o.max_stripe_memory = stripe_mib * kMiB;
+  o.nvme_host_memory = host_mib * kMiB;
   o.out_of_service = o.devices - 1;  // The last device carries --fault-inject read faults.
   return true;
 }
