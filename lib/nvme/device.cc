@@ -1,8 +1,8 @@
 // Device: splits namespace I/O into NVMe commands over PRP-described host pages.
 #include "lib/nvme/device.h"
 
-#include <condition_variable>
 #include <cstring>
+#include <future>
 #include <mutex>
 
 #include "absl/strings/str_format.h"
@@ -49,44 +49,84 @@ Device::~Device() {
 }
 
 absl::Status Device::Read(uint64_t lba, absl::Span<uint8_t> out) {
-  return Transfer(false, lba, out.data(), out.size());
+  std::promise<absl::Status> result;
+  ReadAsync(lba, out, [&result](absl::Status s) { result.set_value(std::move(s)); });
+  return result.get_future().get();
 }
 
 absl::Status Device::Write(uint64_t lba, absl::Span<const uint8_t> data) {
-  return Transfer(true, lba, const_cast<uint8_t*>(data.data()), data.size());
+  std::promise<absl::Status> result;
+  WriteAsync(lba, data, [&result](absl::Status s) { result.set_value(std::move(s)); });
+  return result.get_future().get();
 }
 
-absl::Status Device::Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t bytes) {
-  const uint32_t lbs = lba_size();
-  if (bytes % lbs != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("I/O of %u bytes is not a multiple of the LBA size %u", bytes, lbs));
-  }
-  const uint32_t page = memory_->page_size();
-  struct Pending {
-    std::vector<uint64_t> pages;
+void Device::ReadAsync(uint64_t lba, absl::Span<uint8_t> out, Done done) {
+  StartTransfer(false, lba, out.data(), out.size(), std::move(done));
+}
+
+void Device::WriteAsync(uint64_t lba, absl::Span<const uint8_t> data, Done done) {
+  StartTransfer(true, lba, const_cast<uint8_t*>(data.data()), data.size(), std::move(done));
+}
+
+// One Read or Write call: its commands and what their completions share. The submitter holds
+// one count of `outstanding` until every command is submitted, so `done` cannot run early.
+struct Device::Transfer {
+  struct Chunk {
+    std::vector<uint64_t> pages;  // data pages, then PRP list pages
     PrpDescriptor prps;
     uint8_t* user = nullptr;
     uint64_t len = 0;
   };
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t outstanding = 0;
-  NvmeStatus first_error;
-  std::vector<std::unique_ptr<Pending>> chunks;
+  bool write = false;
+  uint64_t lba = 0;
+  uint64_t lba_count = 0;
+  Done done;
+  std::vector<std::unique_ptr<Chunk>> chunks;  // appended by the submitter only
 
-  absl::Status local_error;  // a failure before a command could be submitted
-  for (uint64_t done = 0; done < bytes; done += chunk_bytes_) {
-    auto p = std::make_unique<Pending>();
-    p->user = buf + done;
-    p->len = std::min(chunk_bytes_, bytes - done);
+  std::mutex mu;
+  size_t outstanding = 1;    // guarded by mu
+  NvmeStatus first_error;    // guarded by mu
+  absl::Status local_error;  // a failure before a command could be submitted; submitter only
+
+  // Drops one count; the last one reports the call's status.
+  void Release(const std::string& path) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (--outstanding != 0) return;
+    }
+    if (!local_error.ok()) {
+      done(local_error);
+    } else {
+      done(ToAbslStatus(first_error, absl::StrFormat("%s %s LBA %u+%u", write ? "write" : "read",
+                                                     path, lba, lba_count)));
+    }
+  }
+};
+
+void Device::StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t bytes, Done done) {
+  const uint32_t lbs = lba_size();
+  if (bytes % lbs != 0) {
+    done(absl::InvalidArgumentError(
+        absl::StrFormat("I/O of %u bytes is not a multiple of the LBA size %u", bytes, lbs)));
+    return;
+  }
+  const uint32_t page = memory_->page_size();
+  auto t = std::make_shared<Transfer>();
+  t->write = write;
+  t->lba = lba;
+  t->lba_count = bytes / lbs;
+  t->done = std::move(done);
+  for (uint64_t at = 0; at < bytes; at += chunk_bytes_) {
+    auto p = std::make_unique<Transfer::Chunk>();
+    p->user = buf + at;
+    p->len = std::min(chunk_bytes_, bytes - at);
     // Data and list pages in one allocation, so no caller holds some while waiting for more.
     const uint64_t data_pages = (p->len + page - 1) / page;
     const uint64_t list_pages = data_pages > 2 ? ListPageCount(page, 0, data_pages - 1) : 0;
     auto pages = memory_->AllocatePagesWait(data_pages + list_pages);
     if (!pages.ok()) {
-      local_error = pages.status();
-      break;  // commands already submitted are waited for below: they use this frame
+      t->local_error = pages.status();
+      break;  // commands already submitted complete first: they use this call's buffer
     }
     p->pages = *std::move(pages);
     const absl::Span<const uint64_t> all(p->pages);
@@ -100,7 +140,7 @@ absl::Status Device::Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t b
         BuildPrps(*memory_, all.subspan(0, data_pages), 0, p->len, 0, all.subspan(data_pages));
     if (!prps.ok()) {
       memory_->FreePages(p->pages);
-      local_error = prps.status();
+      t->local_error = prps.status();
       break;
     }
     p->prps = *std::move(prps);
@@ -109,32 +149,30 @@ absl::Status Device::Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t b
     e.nsid = 1;
     e.prp1 = p->prps.prp1;
     e.prp2 = p->prps.prp2;
-    e.slba = lba + done / lbs;
+    e.slba = lba + at / lbs;
     e.nlb = static_cast<uint16_t>(p->len / lbs - 1);
     {
-      std::lock_guard<std::mutex> lock(mu);
-      ++outstanding;
+      std::lock_guard<std::mutex> lock(t->mu);
+      ++t->outstanding;
     }
-    Pending* raw = p.get();
-    chunks.push_back(std::move(p));
-    driver_->Submit(e, [&, raw, write](const CompletionEntry& c) {
-      if (!write && c.status.ok()) {
+    Transfer::Chunk* raw = p.get();
+    t->chunks.push_back(std::move(p));
+    driver_->Submit(e, [this, t, raw, page](const CompletionEntry& c) {
+      if (!t->write && c.status.ok()) {
         for (uint64_t off = 0; off < raw->len; off += page) {
           std::memcpy(raw->user + off, memory_->Translate(raw->pages[off / page], page),
                       std::min<uint64_t>(page, raw->len - off));
         }
       }
       memory_->FreePages(raw->pages);  // data and list pages
-      std::lock_guard<std::mutex> lock(mu);
-      if (!c.status.ok() && first_error.ok()) first_error = c.status;
-      if (--outstanding == 0) cv.notify_all();
+      {
+        std::lock_guard<std::mutex> lock(t->mu);
+        if (!c.status.ok() && t->first_error.ok()) t->first_error = c.status;
+      }
+      t->Release(path_);
     });
   }
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return outstanding == 0; });
-  if (!local_error.ok()) return local_error;
-  return ToAbslStatus(first_error, absl::StrFormat("%s %s LBA %u+%u", write ? "write" : "read",
-                                                   path_, lba, bytes / lbs));
+  t->Release(path_);
 }
 
 absl::Status Device::Flush() {

@@ -6,6 +6,7 @@
 #define ECD_LIB_NVME_DEVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,15 @@ class Device {
   absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data);
   absl::Status Flush();
 
+  // As Read and Write, but return once every command of the call is submitted (they may wait
+  // for free host-memory pages first); `done` then runs exactly once with the call's status, on
+  // the controller's completion thread or, for an error before any command was submitted, on
+  // the caller's. The buffer must stay valid and untouched until `done` runs, and `done` must
+  // not block on other I/O of this device.
+  using Done = std::function<void(absl::Status)>;
+  void ReadAsync(uint64_t lba, absl::Span<uint8_t> out, Done done);
+  void WriteAsync(uint64_t lba, absl::Span<const uint8_t> data, Done done);
+
   HostMemory& memory() { return *memory_; }
   Driver& driver() { return *driver_; }
   ControllerStats stats() const { return controller_->stats(); }
@@ -49,7 +59,8 @@ class Device {
  private:
   Device(std::string path, std::unique_ptr<HostMemory> memory,
          std::unique_ptr<Controller> controller);
-  absl::Status Transfer(bool write, uint64_t lba, uint8_t* buf, uint64_t bytes);
+  struct Transfer;
+  void StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t bytes, Done done);
 
   const std::string path_;
   std::unique_ptr<HostMemory> memory_;

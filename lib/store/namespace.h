@@ -7,6 +7,7 @@
 #define ECD_LIB_STORE_NAMESPACE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,6 +36,16 @@ class Namespace {
   // Writes data.size() bytes starting at `lba`; not durable until Flush returns OK.
   // REQUIRES: data.size() is a multiple of lba_size().
   virtual absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data) = 0;
+
+  // As Read and Write, but may return before the I/O completes; `done` then runs exactly once
+  // with its status, on any thread (possibly before this returns). The buffer must stay valid
+  // and untouched until `done` runs; `done` must be cheap and must not wait for other I/O. The
+  // default runs the synchronous call; NVMe namespaces overlap the I/O with the caller's work.
+  using Done = std::function<void(absl::Status)>;
+  virtual void ReadAsync(uint64_t lba, absl::Span<uint8_t> out, Done done) { done(Read(lba, out)); }
+  virtual void WriteAsync(uint64_t lba, absl::Span<const uint8_t> data, Done done) {
+    done(Write(lba, data));
+  }
 
   // Makes every completed Write durable. An error means earlier writes may be lost: the caller
   // must fail the request that depended on them, never retry into success.

@@ -64,6 +64,16 @@ class NvmeNamespace final : public Namespace {
     return device_->Write(lba, data);
   }
 
+  void ReadAsync(uint64_t lba, absl::Span<uint8_t> out, Done done) override {
+    if (absl::Status s = CheckRange(lba, out.size()); !s.ok()) return done(std::move(s));
+    device_->ReadAsync(lba, out, std::move(done));
+  }
+
+  void WriteAsync(uint64_t lba, absl::Span<const uint8_t> data, Done done) override {
+    if (absl::Status s = CheckRange(lba, data.size()); !s.ok()) return done(std::move(s));
+    device_->WriteAsync(lba, data, std::move(done));
+  }
+
   absl::Status Flush() override {
     // Linux reports a writeback error to one fsync caller only, and the failed pages may be
     // gone: once a flush fails, every later flush fails too, so no request can commit on top.

@@ -1,6 +1,7 @@
 // Store: encode, read, stat, delete and recover of erasure-coded objects on a set of devices.
 #include "lib/store/store.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -25,6 +26,10 @@ namespace {
 
 // Stripes fetched from the catalog at a time, and block rows buffered before an insert.
 constexpr uint64_t kStripeBatch = 64;
+// Encoded stripes whose block writes an encode keeps in flight at once.
+constexpr size_t kWritesInFlight = 2;
+// Stripes a read reads ahead of the one it is sending.
+constexpr size_t kReadAhead = 2;
 
 // A lookup of `name` failed with `status`. NotFound for a name no object can be created with
 // becomes the name rule it breaks (ValidateObjectName), so that a bad name gets a message that
@@ -36,18 +41,26 @@ absl::Status LookupError(absl::Status status, absl::string_view name, size_t max
   return rule.ok() ? status : rule;
 }
 
-// 4 KiB-aligned memory, freed with free().
-struct AlignedFree {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
+// Page-aligned, zeroed memory straight from the kernel, given back with munmap when freed, so
+// that stripe buffers never linger in malloc's arenas: the resident size follows the budget.
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(size_t bytes) : bytes_(std::max<size_t>(bytes, 4096)) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
+  }
+  ~AlignedBuffer() {
+    if (data_ != nullptr) ::munmap(data_, bytes_);
+  }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  uint8_t* get() const { return data_; }
+  bool operator==(std::nullptr_t) const { return data_ == nullptr; }
 
-AlignedBuffer AllocateAligned(size_t bytes) {
-  void* p = nullptr;
-  if (posix_memalign(&p, 4096, std::max<size_t>(bytes, 4096)) != 0) return nullptr;
-  std::memset(p, 0, bytes);
-  return AlignedBuffer(static_cast<uint8_t*>(p));
-}
+ private:
+  size_t bytes_;
+  uint8_t* data_ = nullptr;
+};
 
 // The blocks of `stripe` by index (null where the catalog has none), taken from rows ordered
 // by stripe and index starting at `row`, which is advanced past them.
@@ -83,7 +96,7 @@ struct Store::Device {
 // to whole LBAs, the unit of I/O); the checksum and the code cover the first block_size bytes.
 struct Store::StripeBuffer {
   StripeBuffer(int blocks, uint64_t block_size, uint64_t stride)
-      : block_size(block_size), stride(stride), memory(AllocateAligned(blocks * stride)) {
+      : block_size(block_size), stride(stride), memory(blocks * stride) {
     for (int i = 0; i < blocks; ++i) {
       views.emplace_back(memory.get() + i * stride, block_size);
     }
@@ -95,6 +108,14 @@ struct Store::StripeBuffer {
   const uint64_t stride;
   AlignedBuffer memory;
   std::vector<absl::Span<uint8_t>> views;
+};
+
+// The stripe buffers of one request and the budget they were reserved from; the buffers go
+// first, then the reservation.
+struct Store::StripeSet {
+  MemoryBudget::Reservation reservation;
+  std::vector<std::unique_ptr<StripeBuffer>> buffers;
+  StripeBuffer& operator[](size_t i) { return *buffers[i]; }
 };
 
 // Per-object reader/writer locks, created on demand and dropped when unused. Writers are
@@ -281,6 +302,25 @@ absl::Status Store::Init() {
     return absl::FailedPreconditionError(
         absl::StrCat("catalog is inconsistent: ", inconsistent.message()));
   }
+
+  // What the devices' DMA pools leave of the memory limit is for stripe buffers.
+  MemoryBudgetOptions budget;
+  budget.max_waiters = options_.memory_waiters;
+  budget.max_wait = options_.memory_wait;
+  if (options_.memory_limit > 0) {
+    const uint64_t pools = devices_.size() * options_.nvme.host_memory_bytes;
+    const uint64_t stride = LbasPerBlock(options_.default_block_size) * options_.lba_size;
+    const uint64_t stripe =
+        (options_.default_data_blocks + options_.default_parity_blocks) * stride;
+    if (options_.memory_limit < pools + stripe) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the memory limit of ", options_.memory_limit, " bytes does not hold the DMA pools of ",
+          devices_.size(), " devices (", pools, " bytes) and one default stripe (", stripe,
+          " bytes); raise --memory-limit, or lower --nvme-host-memory or --block-size"));
+    }
+    budget.limit_bytes = options_.memory_limit - pools;
+  }
+  budget_ = std::make_unique<MemoryBudget>(budget);
   return absl::OkStatus();
 }
 
@@ -297,6 +337,25 @@ absl::StatusOr<std::shared_ptr<const ec::Codec>> Store::CodecFor(ec::MatrixType 
   std::lock_guard lock(mu_);
   codecs_.emplace(key, *codec);
   return *codec;
+}
+
+absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& blocks,
+                                                        uint64_t block_size) {
+  const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
+  uint64_t bytes = 0;
+  for (int n : blocks) bytes += static_cast<uint64_t>(n) * stride;
+  StripeSet set;
+  absl::StatusOr<MemoryBudget::Reservation> reserved = budget_->Reserve(bytes);
+  if (!reserved.ok()) return reserved.status();
+  set.reservation = std::move(*reserved);
+  for (int n : blocks) {
+    set.buffers.push_back(std::make_unique<StripeBuffer>(n, block_size, stride));
+    if (set.buffers.back()->memory == nullptr) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory for ", bytes, " bytes of stripe buffers"));
+    }
+  }
+  return set;
 }
 
 uint64_t Store::LbasPerBlock(uint64_t block_size) const {
@@ -362,34 +421,38 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
   if (!codec.ok()) return codec.status();
 
-  // Stripes pipeline: up to one stripe per EC worker is being encoded while the oldest encoded
-  // one is written, so memory is (workers + 1) stripes whatever the object's size.
-  const size_t depth = static_cast<size_t>(engine_->workers()) + 1;
-  std::vector<std::unique_ptr<StripeBuffer>> buffers;
-  for (size_t b = 0; b < depth; ++b) {
-    buffers.push_back(std::make_unique<StripeBuffer>(m + k, object.block_size, stride));
-    if (buffers.back()->memory == nullptr) {
-      return absl::ResourceExhaustedError("out of memory for the stripe buffers");
-    }
-  }
+  // Stripes pipeline: while stripe n is being filled from the source, up to one stripe per EC
+  // worker is being encoded and kWritesInFlight encoded ones are on their way to the devices, so
+  // memory is (workers + 1 + kWritesInFlight) stripes whatever the object's size.
+  const size_t depth = budget_->Fit(static_cast<uint64_t>(m + k) * stride,
+                                    static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight);
+  absl::StatusOr<StripeSet> buffers =
+      AllocateStripes(std::vector<int>(depth, m + k), object.block_size);
+  if (!buffers.ok()) return buffers.status();
 
   absl::StatusOr<int64_t> id = catalog_->CreatePendingObject(object);
   if (!id.ok()) return id.status();
   object.id = *id;
 
-  struct InFlight {
+  struct Encoding {
     StripeBuffer* buffer;
     uint64_t stripe;
     std::future<absl::Status> encoded;
   };
-  std::deque<InFlight> in_flight;
+  struct Writing {
+    StripeBuffer* buffer;
+    std::unique_ptr<StripeWrite> write;
+  };
+  std::deque<Encoding> encoding;
+  std::deque<Writing> writing;
   std::vector<StripeBuffer*> idle;
-  for (auto& b : buffers) idle.push_back(b.get());
+  for (auto& b : buffers->buffers) idle.push_back(b.get());
 
   std::vector<BlockRecord> records;  // Allocated, not yet in the catalog.
   std::vector<bool> touched(devices_.size(), false);
   auto fail = [&](absl::Status status) -> absl::Status {
-    for (InFlight& f : in_flight) f.encoded.wait();  // The engine still uses those buffers.
+    for (Encoding& e : encoding) e.encoded.wait();  // The engine still uses those buffers.
+    for (Writing& w : writing) (void)w.write->Finish();
     std::vector<BlockRecord> stored;
     (void)catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) { stored.push_back(b); });
     absl::Status deleted = catalog_->DeleteObject(object.id);
@@ -397,17 +460,30 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     FreeExtents(records);
     return status;
   };
-  // Waits for the oldest stripe's parity and writes its blocks.
-  auto write_oldest = [&]() -> absl::Status {
-    InFlight f = std::move(in_flight.front());
-    in_flight.pop_front();
-    engine_->Progress();  // Run queued stripes here rather than sleep until a worker has.
-    absl::Status s = f.encoded.get();
-    if (s.ok()) s = WriteStripe(object, f.stripe, *f.buffer, records, touched);
-    idle.push_back(f.buffer);
+  // Waits for the oldest stripe's writes; its buffer is free again.
+  auto finish_oldest_write = [&]() -> absl::Status {
+    Writing w = std::move(writing.front());
+    writing.pop_front();
+    absl::Status s = w.write->Finish();
+    idle.push_back(w.buffer);
     if (s.ok() && records.size() >= kStripeBatch * static_cast<size_t>(m + k)) {
       s = catalog_->AddBlocks(object.id, records);
       if (s.ok()) records.clear();  // Else fail() frees them: the insert was rolled back.
+    }
+    return s;
+  };
+  // Waits for the oldest stripe's parity and starts writing its blocks.
+  auto write_oldest = [&]() -> absl::Status {
+    if (writing.size() >= kWritesInFlight) {
+      if (absl::Status s = finish_oldest_write(); !s.ok()) return s;
+    }
+    Encoding e = std::move(encoding.front());
+    encoding.pop_front();
+    engine_->Progress();  // Run queued stripes here rather than sleep until a worker has.
+    absl::Status s = e.encoded.get();
+    writing.push_back(Writing{e.buffer, std::make_unique<StripeWrite>()});
+    if (s.ok()) {
+      s = StartWriteStripe(object, e.stripe, *e.buffer, records, touched, *writing.back().write);
     }
     return s;
   };
@@ -416,8 +492,17 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   uint64_t stripe = 0;
   bool eof = false;
   while (!eof) {
-    if (idle.empty()) {
+    // Encoded stripes go to the devices as soon as they are ready.
+    while (!encoding.empty() && encoding.front().encoded.wait_for(std::chrono::seconds(0)) ==
+                                    std::future_status::ready) {
       if (absl::Status s = write_oldest(); !s.ok()) return fail(s);
+    }
+    if (idle.empty()) {
+      absl::Status s = writing.empty() || (!encoding.empty() && writing.size() < kWritesInFlight)
+                           ? write_oldest()
+                           : finish_oldest_write();
+      if (!s.ok()) return fail(s);
+      if (idle.empty()) continue;
     }
     StripeBuffer& buffer = *idle.back();
     uint64_t filled = 0;
@@ -445,12 +530,15 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     ec::CreateTask task{*codec, {}, {}};
     for (int i = 0; i < m; ++i) task.data.push_back(buffer.block(i));
     for (int j = 0; j < k; ++j) task.parity.push_back(buffer.block(m + j));
-    in_flight.push_back(InFlight{&buffer, stripe, engine_->Submit(std::move(task))});
+    encoding.push_back(Encoding{&buffer, stripe, engine_->Submit(std::move(task))});
     size += filled;
     ++stripe;
   }
-  while (!in_flight.empty()) {
+  while (!encoding.empty()) {
     if (absl::Status s = write_oldest(); !s.ok()) return fail(s);
+  }
+  while (!writing.empty()) {
+    if (absl::Status s = finish_oldest_write(); !s.ok()) return fail(s);
   }
   // Data first, then the catalog: the commit below is the moment the object exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return fail(s);
@@ -463,56 +551,115 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   return object;
 }
 
-absl::Status Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
-                               const std::shared_ptr<const ec::Codec>& codec,
-                               const std::vector<const BlockRecord*>& by_index,
-                               const std::vector<int>& need, StripeBuffer& buffer) {
-  const size_t m = object.data_blocks;
+std::unique_ptr<Store::BlockReads> Store::StartLoad(int m,
+                                                    const std::vector<const BlockRecord*>& by_index,
+                                                    const std::vector<int>& need,
+                                                    StripeBuffer& buffer) {
+  auto reads = std::make_unique<BlockReads>();
+  std::vector<bool> chosen(by_index.size(), false);
+  auto readable = [&](size_t i) {
+    const BlockRecord* b = by_index[i];
+    return b != nullptr && !b->corrupt && DeviceOnline(b->device);
+  };
+  auto add = [&](size_t i) {
+    chosen[i] = true;
+    reads->indices.push_back(static_cast<int>(i));
+    reads->blocks.push_back(by_index[i]);
+    reads->outs.push_back(buffer.block(static_cast<int>(i)));
+  };
+  for (int i : need) {
+    if (readable(i)) add(i);
+  }
+  if (reads->indices.size() < need.size()) {  // Some will be rebuilt: read M blocks in all.
+    for (size_t i = 0; i < by_index.size() && reads->indices.size() < static_cast<size_t>(m); ++i) {
+      if (!chosen[i] && readable(i)) add(i);
+    }
+  }
+  StartReads(*reads);
+  return reads;
+}
+
+absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
+                                                   const std::shared_ptr<const ec::Codec>& codec,
+                                                   const std::vector<const BlockRecord*>& by_index,
+                                                   const std::vector<int>& need,
+                                                   StripeBuffer& buffer, absl::string_view outcome,
+                                                   std::unique_ptr<BlockReads> first) {
+  const int m = static_cast<int>(object.data_blocks);
   const int width = static_cast<int>(by_index.size());
+  for (int i : need) {
+    if (by_index[i] == nullptr) {  // Nothing to check a rebuilt block against.
+      return absl::DataLossError(absl::StrCat("the catalog has no block ", i, " of stripe ", stripe,
+                                              " of \"", object.name, "\".", outcome,
+                                              " Run `ecctl recover ", object.name, "`"));
+    }
+  }
+  if (first == nullptr) first = StartLoad(m, by_index, need, buffer);
   std::vector<bool> tried(width, false);
   std::vector<int> available;
+  auto finish = [&](BlockReads& reads) {
+    const std::vector<BlockRead> results = FinishReads(object, reads);
+    for (size_t j = 0; j < results.size(); ++j) {
+      tried[reads.indices[j]] = true;
+      if (results[j] == BlockRead::kGood) available.push_back(reads.indices[j]);
+    }
+  };
+  finish(*first);
   std::vector<int> wanted;
   for (int i : need) {
-    tried[i] = true;
-    if (by_index[i] == nullptr) {
-      return absl::InternalError(
-          absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog"));
+    if (std::find(available.begin(), available.end(), i) == available.end()) wanted.push_back(i);
+  }
+  if (wanted.empty()) return wanted;
+  // More blocks, as many at a time as are still missing, until M are good.
+  while (static_cast<int>(available.size()) < m) {
+    BlockReads more;
+    for (int i = 0; i < width && static_cast<int>(available.size() + more.indices.size()) < m;
+         ++i) {
+      if (tried[i] || by_index[i] == nullptr || by_index[i]->corrupt) continue;
+      more.indices.push_back(i);
+      more.blocks.push_back(by_index[i]);
+      more.outs.push_back(buffer.block(i));
     }
-    if (ReadBlock(object, *by_index[i], buffer.block(i)) == BlockRead::kGood) {
+    if (more.indices.empty()) break;
+    StartReads(more);
+    finish(more);
+  }
+  // Last resort: blocks flagged corrupt earlier (perhaps by a transient read error); their
+  // checksum still decides. One that reads good again is trusted again.
+  for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
+    const BlockRecord* b = by_index[i];
+    if (b == nullptr || !b->corrupt) continue;  // The others were tried above.
+    if (ReadBlock(object, *b, buffer.block(i)) == BlockRead::kGood) {
       available.push_back(i);
-    } else {
-      wanted.push_back(i);
+      (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+      wanted.erase(std::remove(wanted.begin(), wanted.end(), i), wanted.end());
     }
   }
-  if (wanted.empty()) return absl::OkStatus();
-  for (int i = 0; i < width && available.size() < m; ++i) {
-    if (tried[i] || by_index[i] == nullptr) continue;
-    if (ReadBlock(object, *by_index[i], buffer.block(i)) == BlockRead::kGood)
-      available.push_back(i);
-  }
-  if (available.size() < m) {
+  if (static_cast<int>(available.size()) < m) {
     return absl::DataLossError(absl::StrCat(
         "stripe ", stripe, " of \"", object.name, "\" has only ", available.size(),
-        " readable blocks of the ", m,
-        " needed to rebuild the blocks this update changes; "
-        "nothing was changed. Bring failed devices back online (`ecctl device online`) and "
-        "retry"));
+        " readable blocks of the ", m, " needed: more than ", object.parity_blocks,
+        " blocks are lost.", outcome,
+        " Bring failed devices back online (`ecctl device online`) and retry; otherwise "
+        "restore this object from a backup"));
   }
+  if (wanted.empty()) return wanted;
   std::sort(available.begin(), available.end());
   std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
   if (absl::Status s = engine_->Run(ec::RecoverTask{codec, std::move(all), available, wanted});
       !s.ok()) {
     return s;
   }
-  for (int i : wanted) {
+  for (int i : wanted) {  // Rebuilt bytes must match the checksum recorded at encode.
     if (Crc32c(buffer.block(i)) != by_index[i]->crc32c) {
       return absl::DataLossError(absl::StrCat(
           "stripe ", stripe, " block ", i, " of \"", object.name,
-          "\" rebuilt to bytes that fail its checksum; nothing was changed. Run `ecctl recover` "
-          "and check the devices"));
+          "\" rebuilt to bytes that fail its checksum: more blocks are damaged than their "
+          "checksums show.",
+          outcome, " Run `ecctl recover ", object.name, "` and check the devices"));
     }
   }
-  return absl::OkStatus();
+  return wanted;
 }
 
 absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
@@ -574,11 +721,10 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
   const uint64_t stride = LbasPerBlock(bs) * options_.lba_size;
   // `old` holds a stripe's current blocks as read; `fresh` its new data and parity blocks.
-  StripeBuffer old(width, bs, stride);
-  StripeBuffer fresh(width, bs, stride);
-  if (old.memory == nullptr || fresh.memory == nullptr) {
-    return absl::ResourceExhaustedError("out of memory for the stripe buffers");
-  }
+  absl::StatusOr<StripeSet> buffers = AllocateStripes({width, width}, bs);
+  if (!buffers.ok()) return buffers.status();
+  StripeBuffer& old = (*buffers)[0];
+  StripeBuffer& fresh = (*buffers)[1];
 
   UpdateResult result;
   std::vector<BlockRecord> replaced;    // New extents of rewritten blocks, to commit.
@@ -652,8 +798,10 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       for (int i = first; i <= last; ++i) changed.push_back(i);
       need = changed;
       for (int j = 0; j < k; ++j) need.push_back(m + j);
-      if (absl::Status s = LoadBlocks(object, stripe, *codec, by_index, need, old); !s.ok()) {
-        return abandon(s);
+      if (absl::StatusOr<std::vector<int>> rebuilt =
+              LoadBlocks(object, stripe, *codec, by_index, need, old, " Nothing was changed.");
+          !rebuilt.ok()) {
+        return abandon(rebuilt.status());
       }
       ec::UpdateTask task{*codec, changed, {}, {}, {}, {}};
       for (int i : changed) {
@@ -724,8 +872,9 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   return result;
 }
 
-absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
-                                std::vector<BlockRecord>& records, std::vector<bool>& touched) {
+absl::Status Store::StartWriteStripe(const ObjectRecord& object, uint64_t stripe,
+                                     StripeBuffer& buffer, std::vector<BlockRecord>& records,
+                                     std::vector<bool>& touched, StripeWrite& write) {
   const int width = static_cast<int>(object.data_blocks + object.parity_blocks);
   const uint64_t lbas = LbasPerBlock(object.block_size);
   const size_t first = records.size();
@@ -758,15 +907,36 @@ absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, Str
                      lbas * options_.lba_size, " free bytes each, only ", got,
                      " have it; delete objects or add devices"));
   }
+  write.status.assign(width, absl::OkStatus());
+  write.devices.assign(width, nullptr);
   for (int i = 0; i < width; ++i) {
     BlockRecord& b = records[first + i];
     b.crc32c = Crc32c(buffer.block(i));
-    std::shared_ptr<Namespace> ns = NamespaceOf(b.device, /*online_only=*/false);
-    if (ns == nullptr) return absl::UnavailableError(absl::StrCat("device ", b.device, " is gone"));
-    if (absl::Status s = ns->Write(b.lba, buffer.padded(i)); !s.ok()) return s;
+    write.devices[i] = NamespaceOf(b.device, /*online_only=*/false);
+    if (write.devices[i] == nullptr) {
+      return absl::UnavailableError(absl::StrCat("device ", b.device, " is gone"));
+    }
     touched[b.device] = true;
+    write.devices[i]->WriteAsync(b.lba, buffer.padded(i), write.io.Track(&write.status[i]));
   }
   return absl::OkStatus();
+}
+
+absl::Status Store::StripeWrite::Finish() {
+  io.Wait();
+  devices.clear();
+  for (const absl::Status& s : status) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
+                                std::vector<BlockRecord>& records, std::vector<bool>& touched) {
+  StripeWrite write;
+  absl::Status started = StartWriteStripe(object, stripe, buffer, records, touched, write);
+  absl::Status finished = write.Finish();
+  return started.ok() ? finished : started;
 }
 
 absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
@@ -820,28 +990,57 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
   }
 }
 
+void Store::StartReads(BlockReads& reads) {
+  const size_t n = reads.blocks.size();
+  reads.status.assign(n, absl::OkStatus());
+  reads.devices.assign(n, nullptr);
+  for (size_t j = 0; j < n; ++j) {
+    const BlockRecord* b = reads.blocks[j];
+    if (b == nullptr) continue;
+    reads.devices[j] = NamespaceOf(b->device, /*online_only=*/true);
+    if (reads.devices[j] == nullptr) continue;
+    const absl::Span<uint8_t> padded(reads.outs[j].data(),
+                                     static_cast<size_t>(b->lba_count) * options_.lba_size);
+    reads.devices[j]->ReadAsync(b->lba, padded, reads.io.Track(&reads.status[j]));
+  }
+}
+
+std::vector<Store::BlockRead> Store::FinishReads(const ObjectRecord& object, BlockReads& reads) {
+  reads.io.Wait();
+  const size_t n = reads.blocks.size();
+  std::vector<BlockRead> results(n, BlockRead::kUnreadable);
+  for (size_t j = 0; j < n; ++j) {
+    if (reads.devices[j] == nullptr) continue;
+    reads.devices[j] = nullptr;
+    const BlockRecord& b = *reads.blocks[j];
+    absl::Status& s = reads.status[j];
+    if (!s.ok()) {
+      Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
+          s.message());
+    } else if (Crc32c(reads.outs[j].first(object.block_size)) != b.crc32c) {
+      Log(LogLevel::kWarning,
+          "object %s stripe %d block %d on device %d LBA %d fails its CRC32C; not served, "
+          "marked for rebuild",
+          object.name, b.stripe, b.index, b.device, b.lba);
+      s = absl::DataLossError("checksum mismatch");
+    }
+    if (!s.ok()) {
+      if (!b.corrupt) (void)catalog_->SetBlockCorrupt(object.id, b.stripe, b.index, true);
+      results[j] = absl::IsDataLoss(s) ? BlockRead::kCorrupt : BlockRead::kUnreadable;
+    } else {
+      results[j] = BlockRead::kGood;
+    }
+  }
+  return results;
+}
+
 Store::BlockRead Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b,
                                   absl::Span<uint8_t> out) {
-  std::shared_ptr<Namespace> ns = NamespaceOf(b.device, /*online_only=*/true);
-  if (ns == nullptr) return BlockRead::kUnreadable;
-  const absl::Span<uint8_t> padded(out.data(),
-                                   static_cast<size_t>(b.lba_count) * options_.lba_size);
-  absl::Status s = ns->Read(b.lba, padded);
-  if (!s.ok()) {
-    Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
-        s.message());
-  } else if (Crc32c(out.first(object.block_size)) != b.crc32c) {
-    Log(LogLevel::kWarning,
-        "object %s stripe %d block %d on device %d LBA %d fails its CRC32C; not served, "
-        "marked for rebuild",
-        object.name, b.stripe, b.index, b.device, b.lba);
-    s = absl::DataLossError("checksum mismatch");
-  }
-  if (!s.ok()) {
-    if (!b.corrupt) (void)catalog_->SetBlockCorrupt(object.id, b.stripe, b.index, true);
-    return absl::IsDataLoss(s) ? BlockRead::kCorrupt : BlockRead::kUnreadable;
-  }
-  return BlockRead::kGood;
+  BlockReads reads;
+  reads.blocks.push_back(&b);
+  reads.outs.push_back(out);
+  StartReads(reads);
+  return FinishReads(object, reads)[0];
 }
 
 absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink) {
@@ -865,8 +1064,44 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   if (!codec.ok()) return codec.status();
   const uint64_t bs = object.block_size;
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
-  StripeBuffer buffer(width, bs, LbasPerBlock(bs) * options_.lba_size);
-  if (buffer.memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+  // Read-ahead: while one stripe's bytes go to the sink, the blocks of the next kReadAhead
+  // stripes are being read.
+  const size_t depth = budget_->Fit(
+      static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size, kReadAhead + 1);
+  absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs);
+  if (!buffers.ok()) return buffers.status();
+  std::vector<StripeBuffer*> idle;
+  for (auto& b : buffers->buffers) idle.push_back(b.get());
+  struct Ahead {
+    StripeBuffer* buffer;
+    uint64_t stripe;
+    std::vector<const BlockRecord*> by_index;
+    uint64_t lo, hi;  // The bytes of the stripe's data to serve.
+    std::vector<int> need;
+    std::unique_ptr<BlockReads> reads;
+  };
+  std::deque<Ahead> ahead;  // After `buffers`: destroyed first, waiting for its reads.
+  // Completes the oldest stripe's blocks (rebuilding what is bad) and sends its bytes.
+  auto serve_oldest = [&]() -> absl::Status {
+    Ahead a = std::move(ahead.front());
+    ahead.pop_front();
+    absl::StatusOr<std::vector<int>> wanted =
+        LoadBlocks(object, a.stripe, *codec, a.by_index, a.need, *a.buffer, "", std::move(a.reads));
+    if (!wanted.ok()) return wanted.status();
+    uint32_t reconstructed = static_cast<uint32_t>(wanted->size());
+    for (int i : a.need) {
+      const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
+      const uint64_t from = std::max(a.lo, block_lo) - block_lo;
+      const uint64_t to = std::min(a.hi, block_lo + bs) - block_lo;
+      if (absl::Status s = sink.Write(a.buffer->block(i).subspan(from, to - from), reconstructed);
+          !s.ok()) {
+        return s;
+      }
+      reconstructed = 0;
+    }
+    idle.push_back(a.buffer);
+    return absl::OkStatus();
+  };
 
   const uint64_t first_stripe = offset / stripe_bytes;
   const uint64_t last_stripe = (end - 1) / stripe_bytes;
@@ -876,78 +1111,25 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     if (!blocks.ok()) return blocks.status();
     size_t row = 0;
     for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
-      const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
+      if (idle.empty()) {
+        if (absl::Status s = serve_oldest(); !s.ok()) return s;
+      }
+      Ahead a;
+      a.buffer = idle.back();
+      idle.pop_back();
+      a.stripe = stripe;
+      a.by_index = TakeStripe(*blocks, row, stripe, width);
       const uint64_t base = stripe * stripe_bytes;
-      const uint64_t lo = std::max(offset, base) - base;
-      const uint64_t hi = std::min(end, base + stripe_bytes) - base;
-      const int first_block = static_cast<int>(lo / bs);
-      const int last_block = static_cast<int>((hi - 1) / bs);
-
-      std::vector<int> available;
-      std::vector<int> wanted;
-      std::vector<bool> tried(width, false);
-      auto try_block = [&](int i) {
-        tried[i] = true;
-        const BlockRecord* b = by_index[i];
-        if (b != nullptr && !b->corrupt &&
-            ReadBlock(object, *b, buffer.block(i)) == BlockRead::kGood) {
-          available.push_back(i);
-          return true;
-        }
-        return false;
-      };
-      for (int i = first_block; i <= last_block; ++i) {
-        if (!try_block(i)) wanted.push_back(i);
+      a.lo = std::max(offset, base) - base;
+      a.hi = std::min(end, base + stripe_bytes) - base;
+      for (int i = static_cast<int>(a.lo / bs); i <= static_cast<int>((a.hi - 1) / bs); ++i) {
+        a.need.push_back(i);
       }
-      if (!wanted.empty()) {
-        for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
-          if (!tried[i]) try_block(i);
-        }
-        // Last resort: blocks flagged corrupt earlier (perhaps by a transient read error);
-        // their checksum still decides. One that reads good again is trusted again.
-        for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
-          const BlockRecord* b = by_index[i];
-          if (b == nullptr || !b->corrupt) continue;  // The others were tried above.
-          if (ReadBlock(object, *b, buffer.block(i)) == BlockRead::kGood) {
-            available.push_back(i);
-            (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
-            wanted.erase(std::remove(wanted.begin(), wanted.end(), i), wanted.end());
-          }
-        }
-        if (static_cast<int>(available.size()) < m) {
-          return absl::DataLossError(absl::StrCat(
-              "stripe ", stripe, " of \"", name, "\" has only ", available.size(),
-              " readable blocks of the ", m, " needed: more than ", object.parity_blocks,
-              " blocks are lost. Bring failed devices back online (`ecctl device online`) and "
-              "retry; otherwise restore this object from a backup"));
-        }
-        std::sort(available.begin(), available.end());
-        std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-        if (absl::Status s =
-                engine_->Run(ec::RecoverTask{*codec, std::move(all), available, wanted});
-            !s.ok()) {
-          return s;
-        }
-      }
-      for (int i : wanted) {  // Rebuilt bytes must match the checksum recorded at encode.
-        if (Crc32c(buffer.block(i)) != by_index[i]->crc32c) {
-          return absl::DataLossError(absl::StrCat(
-              "stripe ", stripe, " block ", i, " of \"", name,
-              "\" rebuilt to bytes that fail its checksum; more blocks are damaged than their "
-              "checksums show. Run `ecctl recover` and check the devices"));
-        }
-      }
-      uint32_t reconstructed = static_cast<uint32_t>(wanted.size());
-      for (int i = first_block; i <= last_block; ++i) {
-        const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
-        const uint64_t from = std::max(lo, block_lo) - block_lo;
-        const uint64_t to = std::min(hi, block_lo + bs) - block_lo;
-        if (absl::Status s = sink.Write(buffer.block(i).subspan(from, to - from), reconstructed);
-            !s.ok()) {
-          return s;
-        }
-        reconstructed = 0;
-      }
+      a.reads = StartLoad(m, a.by_index, a.need, *a.buffer);
+      ahead.push_back(std::move(a));
+    }
+    while (!ahead.empty()) {  // They point into `blocks`.
+      if (absl::Status s = serve_oldest(); !s.ok()) return s;
     }
   }
   return absl::OkStatus();
@@ -973,38 +1155,15 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
   if (!blocks.ok()) return blocks.status();
   size_t row = 0;
   const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
-  StripeBuffer buffer(width, object.block_size,
-                      LbasPerBlock(object.block_size) * options_.lba_size);
-  if (buffer.memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+  absl::StatusOr<StripeSet> buffers = AllocateStripes({width}, object.block_size);
+  if (!buffers.ok()) return buffers.status();
+  StripeBuffer& buffer = (*buffers)[0];
   sink.SetVersion(object.version);
   if (absl::Status s = sink.Start(object.block_size); !s.ok()) return s;
-  const BlockRecord* wanted = by_index[index];
-  if (wanted != nullptr && !wanted->corrupt &&
-      ReadBlock(object, *wanted, buffer.block(index)) == BlockRead::kGood) {
-    return sink.Write(buffer.block(index), 0);
-  }
-  std::vector<int> available;
-  for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
-    if (i == static_cast<int>(index) || by_index[i] == nullptr || by_index[i]->corrupt) continue;
-    if (ReadBlock(object, *by_index[i], buffer.block(i)) == BlockRead::kGood)
-      available.push_back(i);
-  }
-  if (static_cast<int>(available.size()) < m) {
-    return absl::DataLossError(absl::StrCat("block ", index, " of stripe ", stripe, " of \"", name,
-                                            "\" is bad and only ", available.size(), " of the ", m,
-                                            " blocks needed to rebuild it are readable"));
-  }
-  std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-  if (absl::Status s = engine_->Run(
-          ec::RecoverTask{*codec, std::move(all), available, {static_cast<int>(index)}});
-      !s.ok()) {
-    return s;
-  }
-  if (wanted != nullptr && Crc32c(buffer.block(index)) != wanted->crc32c) {
-    return absl::DataLossError(absl::StrCat("block ", index, " of stripe ", stripe,
-                                            " rebuilt to bytes that fail its checksum"));
-  }
-  return sink.Write(buffer.block(index), 1);
+  absl::StatusOr<std::vector<int>> rebuilt =
+      LoadBlocks(object, stripe, *codec, by_index, {static_cast<int>(index)}, buffer, "");
+  if (!rebuilt.ok()) return rebuilt.status();
+  return sink.Write(buffer.block(index), static_cast<uint32_t>(rebuilt->size()));
 }
 
 absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with_blocks,
@@ -1014,11 +1173,13 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
   status.object = object;
   const uint32_t m = object.data_blocks;
   const uint32_t width = m + object.parity_blocks;
-  std::unique_ptr<StripeBuffer> buffer;
+  StripeSet buffers;
+  StripeBuffer* buffer = nullptr;
   if (verify) {
-    buffer = std::make_unique<StripeBuffer>(1, object.block_size,
-                                            LbasPerBlock(object.block_size) * options_.lba_size);
-    if (buffer->memory == nullptr) return absl::ResourceExhaustedError("out of memory");
+    absl::StatusOr<StripeSet> allocated = AllocateStripes({1}, object.block_size);
+    if (!allocated.ok()) return allocated.status();
+    buffers = std::move(*allocated);
+    buffer = &buffers[0];
   }
   for (uint64_t batch = 0; batch < object.stripe_count; batch += kStripeBatch) {
     if (cancelled && cancelled()) {
@@ -1104,8 +1265,9 @@ absl::StatusOr<RecoverProgress> Store::Recover(
     const RecoverOptions& options) {
   RecoverProgress p;
   int64_t object_id = 0;
-  std::unique_ptr<StripeBuffer> buffer;  // One stripe.
-  std::unique_ptr<StripeBuffer> parity;  // K blocks: the parity the data encodes to.
+  StripeSet buffers;
+  StripeBuffer* buffer = nullptr;  // One stripe.
+  StripeBuffer* parity = nullptr;  // K blocks: the parity the data encodes to.
   absl::Status no_space;
   // One batch of stripes at a time under the object's exclusive lock, so that reads and
   // updates of the object proceed between batches (and `progress`, which may sleep to keep a
@@ -1132,13 +1294,13 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       if (!codec.ok()) return codec.status();
       const uint64_t lbas = LbasPerBlock(object.block_size);
       if (buffer == nullptr) {
-        buffer = std::make_unique<StripeBuffer>(width, object.block_size, lbas * options_.lba_size);
-        if (options.verify_parity) {
-          parity = std::make_unique<StripeBuffer>(k, object.block_size, lbas * options_.lba_size);
-        }
-        if (buffer->memory == nullptr || (parity != nullptr && parity->memory == nullptr)) {
-          return absl::ResourceExhaustedError("out of memory for one stripe");
-        }
+        std::vector<int> blocks = {width};
+        if (options.verify_parity) blocks.push_back(k);
+        absl::StatusOr<StripeSet> allocated = AllocateStripes(blocks, object.block_size);
+        if (!allocated.ok()) return allocated.status();
+        buffers = std::move(*allocated);
+        buffer = &buffers[0];
+        if (options.verify_parity) parity = &buffers[1];
       }
       const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
       absl::StatusOr<std::vector<BlockRecord>> blocks =
@@ -1158,11 +1320,16 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         std::vector<int> bad;
         std::vector<int> evicted;   // good blocks that must move off their device anyway
         std::vector<int> mismatch;  // good parity blocks that differ from the data's encoding
+        BlockReads reads;
+        for (int i = 0; i < width; ++i) reads.indices.push_back(i);
+        reads.blocks = by_index;
+        reads.outs = buffer->views;
+        StartReads(reads);
+        const std::vector<BlockRead> results = FinishReads(object, reads);
         for (int i = 0; i < width; ++i) {
           const BlockRecord* b = by_index[i];
           ++p.blocks_checked;
-          BlockRead result = BlockRead::kUnreadable;
-          if (b != nullptr) result = ReadBlock(object, *b, buffer->block(i));
+          const BlockRead result = results[i];
           if (result == BlockRead::kGood) {
             p.bytes_checked += object.block_size;
             available.push_back(i);

@@ -6,8 +6,10 @@
 // Durability: an object's catalog commit happens only after every block of it has been written
 // and flushed on its device; until then it is invisible and a crash leaves no trace (its pending
 // rows are dropped and its extents are free at the next Open).
-// Memory: a read or recover holds one stripe, (M+K) x block size bytes, an encode
-// ec_workers + 1 of them; Encode refuses shapes whose stripe exceeds max_stripe_bytes.
+// Memory: each request's stripe buffers come out of one budget (StoreOptions::memory_limit);
+// an encode holds up to ec_workers + 3 stripes of (M+K) x block size bytes, a read 3, an update
+// 2, a recover 1 (and K blocks to verify parity); a wide stripe gets a shallower pipeline so
+// that it fits. Encode refuses shapes whose stripe exceeds max_stripe_bytes.
 // Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
 // update, delete and recover of an object exclude other requests on that object only.
 #ifndef ECD_LIB_STORE_STORE_H_
@@ -32,6 +34,8 @@
 #include "lib/ec/engine.h"
 #include "lib/store/catalog.h"
 #include "lib/store/extent_allocator.h"
+#include "lib/store/io_batch.h"
+#include "lib/store/memory_budget.h"
 #include "lib/store/namespace.h"
 #include "lib/store/object_name.h"
 
@@ -52,7 +56,15 @@ struct StoreOptions {
   uint32_t default_data_blocks = 4;
   uint32_t default_parity_blocks = 2;
   uint64_t default_block_size = 1ull << 20;
-  uint64_t max_stripe_bytes = 512ull << 20;        // (M+K) x block size limit per stripe.
+  uint64_t max_stripe_bytes = 512ull << 20;  // (M+K) x block size limit per stripe.
+  // Memory of the store's buffers: every device's DMA pool (nvme.host_memory_bytes each) plus
+  // the stripe buffers of all requests together stay under memory_limit (0: no limit). A
+  // request reserves its stripe buffers before it allocates them and waits, first come first
+  // served, while the rest is in use; memory_waiters and memory_wait bound the waiting
+  // (MemoryBudget).
+  uint64_t memory_limit = 0;
+  size_t memory_waiters = 64;
+  absl::Duration memory_wait = absl::Seconds(60);
   size_t max_name_length = kDefaultMaxNameLength;  // Bytes; see ValidateObjectName.
   // EC engine threads. Each encode keeps ec_workers + 1 stripes in memory, so that every
   // worker encodes a stripe while the oldest one is written.
@@ -247,6 +259,8 @@ class Store {
 
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
   CatalogStats catalog_stats() const { return catalog_->stats(); }
+  // The stripe buffers' budget (its limit, what is reserved and waiting), for metrics.
+  const MemoryBudget& memory_budget() const { return *budget_; }
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
 
   // Called after the store itself marks a device failing (suspect) because a flush on it
@@ -258,6 +272,7 @@ class Store {
   struct Device;
   class ObjectLocks;
   struct StripeBuffer;
+  struct StripeSet;
 
   explicit Store(StoreOptions options);
   absl::Status Init();
@@ -265,22 +280,61 @@ class Store {
   absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
                                                             int parity);
   uint64_t LbasPerBlock(uint64_t block_size) const;
+  // The stripe buffers of one request, one per entry of `blocks` (its block count), each block
+  // of `block_size` bytes: reserved from the budget (waiting for it), then allocated.
+  absl::StatusOr<StripeSet> AllocateStripes(const std::vector<int>& blocks, uint64_t block_size);
 
-  // Places and writes the M+K blocks of one encoded stripe; appends their records.
+  // The writes of one stripe's blocks, in flight together. Finish waits for them and returns
+  // the first error; the destructor waits too (the buffer must outlive the writes).
+  struct StripeWrite {
+    IoBatch io;
+    std::vector<absl::Status> status;                 // per block
+    std::vector<std::shared_ptr<Namespace>> devices;  // held until the writes complete
+    absl::Status Finish();
+  };
+  // Places the M+K blocks of one encoded stripe on distinct devices, appends their records
+  // (with their CRC32C) and starts all their writes on `write`. An error may leave some writes
+  // started: `write` must still be finished (or destroyed) before the buffer is reused.
+  absl::Status StartWriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
+                                std::vector<BlockRecord>& records, std::vector<bool>& touched,
+                                StripeWrite& write);
+  // StartWriteStripe, then waits for the writes.
   absl::Status WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
                            std::vector<BlockRecord>& records, std::vector<bool>& touched);
   enum class BlockRead { kGood, kUnreadable, kCorrupt };
-  // Reads block `b` into `out` and checks it: kUnreadable when its device is not online or the
-  // read failed, kCorrupt when the bytes fail the block's CRC32C. Marks a bad block corrupt in
-  // the catalog.
+  // Block reads in flight together: StartReads starts blocks[j] into outs[j] for every j,
+  // FinishReads waits for them and checks each one. The destructor waits too.
+  struct BlockReads {
+    std::vector<int> indices;  // in the stripe, for the caller
+    std::vector<const BlockRecord*> blocks;
+    std::vector<absl::Span<uint8_t>> outs;
+    std::vector<absl::Status> status;
+    std::vector<std::shared_ptr<Namespace>> devices;  // held until the reads complete
+    IoBatch io;                                       // last: destroyed (waited for) first
+  };
+  void StartReads(BlockReads& reads);
+  // kUnreadable when a block is null, its device is not online or the read failed, kCorrupt
+  // when its bytes fail the block's CRC32C. Marks bad blocks corrupt in the catalog.
+  std::vector<BlockRead> FinishReads(const ObjectRecord& object, BlockReads& reads);
+  // StartReads and FinishReads of one block.
   BlockRead ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out);
-  // Makes blocks `need` of stripe `stripe` good in `buffer`: reads each one (checking its CRC)
-  // and rebuilds those that cannot be read from M good blocks of the stripe (checking the
-  // rebuilt bytes against the recorded CRC). DataLoss when that is impossible.
-  absl::Status LoadBlocks(const ObjectRecord& object, uint64_t stripe,
-                          const std::shared_ptr<const ec::Codec>& codec,
-                          const std::vector<const BlockRecord*>& by_index,
-                          const std::vector<int>& need, StripeBuffer& buffer);
+  // Starts the first reads LoadBlocks needs for blocks `need` of a stripe: those not flagged
+  // corrupt on online devices, and when some of `need` cannot be read so, other blocks of the
+  // stripe to make M.
+  std::unique_ptr<BlockReads> StartLoad(int m, const std::vector<const BlockRecord*>& by_index,
+                                        const std::vector<int>& need, StripeBuffer& buffer);
+  // Makes blocks `need` of stripe `stripe` good in `buffer`: finishes `first` (StartLoad's
+  // reads; started here when null), and when some of `need` are bad reads other blocks of the
+  // stripe, as many at a time as are missing, until M are good (blocks flagged corrupt last),
+  // then rebuilds the bad ones and checks the rebuilt bytes against their recorded CRC. Returns
+  // the indices it rebuilt. DataLoss when that is impossible; `outcome` (e.g. " Nothing was
+  // changed.") is put into the message before the advice.
+  absl::StatusOr<std::vector<int>> LoadBlocks(const ObjectRecord& object, uint64_t stripe,
+                                              const std::shared_ptr<const ec::Codec>& codec,
+                                              const std::vector<const BlockRecord*>& by_index,
+                                              const std::vector<int>& need, StripeBuffer& buffer,
+                                              absl::string_view outcome,
+                                              std::unique_ptr<BlockReads> first = nullptr);
   // Allocates a new extent for a rewritten block `old`: on its own device if that is online and
   // has room, else on the emptiest online device with `occupied` 0 (a device holding no other
   // block of the stripe). With !allow_same_device the block must leave its device (evacuation).
@@ -302,6 +356,7 @@ class Store {
 
   const StoreOptions options_;
   std::unique_ptr<ec::Engine> engine_;
+  std::unique_ptr<MemoryBudget> budget_;  // Made by Init, once the devices are known.
   std::unique_ptr<Catalog> catalog_;
 
   std::mutex state_mu_;  // Serializes SetDeviceState calls.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -87,6 +88,7 @@ class TempStoreTest : public ::testing::Test {
     o.device_count = 8;
     o.device_size = 16 << 20;
     o.default_block_size = 4096;
+    if (tweak_) tweak_(o);
     auto s = Store::Open(o);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = std::move(*s);
@@ -154,6 +156,7 @@ class TempStoreTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   NamespaceFactory factory_;
+  std::function<void(StoreOptions&)> tweak_;  // Applied to the options of every Open.
   std::unique_ptr<Store> store_;
 };
 

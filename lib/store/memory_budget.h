@@ -1,0 +1,88 @@
+// MemoryBudget: the bytes of stripe buffers that the requests of one store may hold at once.
+// A request reserves what it needs before it allocates; when the budget is spent it waits, in
+// arrival order, until earlier requests give memory back, so that ecd's resident size stays
+// under its configured limit whatever the object sizes or the number of clients. Waiting is
+// itself bounded: past max_waiters queued requests, or after max_wait, a request is refused
+// with ResourceExhausted rather than queued without end.
+#ifndef ECD_LIB_STORE_MEMORY_BUDGET_H_
+#define ECD_LIB_STORE_MEMORY_BUDGET_H_
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <set>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace ecd::store {
+
+struct MemoryBudgetOptions {
+  uint64_t limit_bytes = 0;                     // 0: no limit (reservations never wait).
+  size_t max_waiters = 64;                      // Requests queued at once before refusing.
+  absl::Duration max_wait = absl::Seconds(60);  // How long one request may wait.
+};
+
+// Thread safety: all methods are thread-safe.
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(MemoryBudgetOptions options) : options_(options) {}
+  MemoryBudget(const MemoryBudget&) = delete;
+  MemoryBudget& operator=(const MemoryBudget&) = delete;
+
+  // Holds reserved bytes until destroyed (or Release). Movable; must not outlive the budget.
+  class Reservation {
+   public:
+    Reservation() = default;
+    Reservation(Reservation&& other) noexcept : budget_(other.budget_), bytes_(other.bytes_) {
+      other.budget_ = nullptr;
+    }
+    Reservation& operator=(Reservation&& other) noexcept;
+    ~Reservation() { Release(); }
+    uint64_t bytes() const { return budget_ == nullptr ? 0 : bytes_; }
+    void Release();
+
+   private:
+    friend class MemoryBudget;
+    Reservation(MemoryBudget* budget, uint64_t bytes) : budget_(budget), bytes_(bytes) {}
+    MemoryBudget* budget_ = nullptr;
+    uint64_t bytes_ = 0;
+  };
+
+  // Reserves `bytes`, waiting (first come, first served) while the budget is spent.
+  // ResourceExhausted at once when `bytes` exceeds the whole limit or max_waiters requests are
+  // already waiting, and after max_wait of waiting; the message names the limit and what to do.
+  absl::StatusOr<Reservation> Reserve(uint64_t bytes);
+
+  // How many of `unit`-byte buffers, between 1 and `wanted`, a request should ask for so that
+  // its reservation fits the limit at all (a wide stripe gets a shallower pipeline).
+  size_t Fit(uint64_t unit, size_t wanted) const;
+
+  uint64_t limit_bytes() const { return options_.limit_bytes; }
+  uint64_t reserved_bytes() const;
+  size_t waiting() const;
+  // Reservations that had to wait, and those refused, since the budget was made.
+  uint64_t waits() const;
+  uint64_t refusals() const;
+
+ private:
+  void Give(uint64_t bytes);
+  // Passes the turn over tickets that gave up waiting. REQUIRES: mu_ held.
+  void AdvanceLocked();
+
+  const MemoryBudgetOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  uint64_t reserved_ = 0;       // guarded by mu_
+  uint64_t next_ticket_ = 0;    // guarded by mu_; the ticket of the next waiter
+  uint64_t serving_ = 0;        // guarded by mu_; the ticket allowed to reserve next
+  std::set<uint64_t> skipped_;  // guarded by mu_; tickets that timed out, not yet passed
+  size_t waiting_ = 0;          // guarded by mu_
+  uint64_t waits_ = 0;          // guarded by mu_
+  uint64_t refusals_ = 0;       // guarded by mu_
+};
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_MEMORY_BUDGET_H_

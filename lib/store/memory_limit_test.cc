@@ -1,0 +1,144 @@
+// Tests of the store's memory limit: requests wait for stripe memory instead of failing, a
+// stripe that can never fit is refused, and a limit too small for the devices is refused.
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "lib/store/store_test_util.h"
+
+namespace ecd::store {
+namespace {
+
+constexpr uint64_t kPools = 8 * (8u << 20);  // 8 devices x the default 8 MiB DMA pool.
+constexpr uint64_t kStripe = 6 * 4096;       // 4+2 blocks of 4 KiB.
+
+// Gives its first chunk, then blocks until Release: an encode that holds its memory.
+class StallingSource : public ByteSource {
+ public:
+  explicit StallingSource(const std::vector<uint8_t>& data) : inner_(data, 4096) {}
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    if (reads_++ == 1) {
+      std::unique_lock lock(mu_);
+      stalled_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return released_; });
+    }
+    return inner_.Read(buffer);
+  }
+  void WaitUntilStalled() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return stalled_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  VectorSource inner_;
+  int reads_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stalled_ = false;
+  bool released_ = false;
+};
+
+class MemoryLimitTest : public TempStoreTest {
+ protected:
+  void SetUp() override {
+    // Room for exactly one encode's pipeline (ec_workers 2 + 1 + 2 writes in flight).
+    tweak_ = [](StoreOptions& o) { o.memory_limit = kPools + 5 * kStripe; };
+    TempStoreTest::SetUp();
+  }
+};
+
+TEST_F(MemoryLimitTest, ASecondEncodeWaitsForTheFirstsMemoryThenBothAreStored) {
+  ASSERT_EQ(store_->memory_budget().limit_bytes(), 5 * kStripe);
+  const std::vector<uint8_t> a = RandomBytes(200000, 1);
+  const std::vector<uint8_t> b = RandomBytes(150000, 2);
+  StallingSource stalling(a);
+  absl::StatusOr<ObjectRecord> first;
+  std::thread t1([&] {
+    EncodeParams p;
+    p.name = "a";
+    first = store_->Encode(p, stalling);
+  });
+  stalling.WaitUntilStalled();
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 5 * kStripe);
+  std::atomic<bool> second_done{false};
+  absl::StatusOr<ObjectRecord> second;
+  std::thread t2([&] {
+    second = Put("b", b);
+    second_done = true;
+  });
+  while (store_->memory_budget().waiting() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(second_done.load());  // Waiting, not refused.
+  stalling.Release();
+  t1.join();
+  t2.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*Get("a"), a);
+  EXPECT_EQ(*Get("b"), b);
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  EXPECT_GE(store_->memory_budget().waits(), 1u);
+  EXPECT_EQ(store_->memory_budget().refusals(), 0u);
+}
+
+TEST_F(MemoryLimitTest, ReadsUpdatesAndRecoverWorkInsideTheLimit) {
+  const std::vector<uint8_t> data = RandomBytes(300000, 3);
+  ASSERT_TRUE(Put("o", data).ok());
+  std::vector<std::thread> readers;
+  std::atomic<int> good{0};
+  for (int i = 0; i < 4; ++i) {
+    readers.emplace_back([&] {
+      VectorSink sink;
+      if (store_->Read("o", 0, 0, sink).ok() && sink.bytes == data) ++good;
+    });
+  }
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(good.load(), 4);
+  std::vector<uint8_t> patch = RandomBytes(10000, 4);
+  VectorSource src(patch);
+  ASSERT_TRUE(store_->Update("o", 5000, src, false).ok());
+  std::vector<uint8_t> expected = data;
+  std::copy(patch.begin(), patch.end(), expected.begin() + 5000);
+  EXPECT_EQ(*Get("o"), expected);
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  absl::StatusOr<RecoverProgress> p = store_->Recover("o", {});
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_GT(p->blocks_rebuilt, 0u);
+  EXPECT_EQ(*Get("o"), expected);
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+}
+
+TEST_F(MemoryLimitTest, AStripeThatCanNeverFitIsRefusedAndNothingIsStored) {
+  const uint64_t before = TotalFree();
+  absl::StatusOr<ObjectRecord> r = Put("wide", RandomBytes(100000, 5), 4, 2, 64 << 10);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(r.status().message().find("--memory-limit"), std::string::npos) << r.status();
+  EXPECT_EQ(TotalFree(), before);
+  EXPECT_TRUE(absl::IsNotFound(Get("wide").status()));
+  EXPECT_TRUE(Put("narrow", RandomBytes(1000, 6)).ok());  // The store still serves.
+}
+
+TEST_F(MemoryLimitTest, ALimitBelowTheDevicePoolsIsRefusedAtOpen) {
+  store_.reset();
+  StoreOptions o;
+  o.data_dir = dir_.string();
+  o.device_count = 8;
+  o.device_size = 16 << 20;
+  o.default_block_size = 4096;
+  o.memory_limit = kPools;  // No room for even one stripe.
+  absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(o);
+  ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << s.status();
+  EXPECT_NE(s.status().message().find("--memory-limit"), std::string::npos) << s.status();
+}
+
+}  // namespace
+}  // namespace ecd::store
