@@ -4,6 +4,7 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -44,6 +45,22 @@
 
 namespace {
 
+// What --memory-limit keeps back for everything but the store's buffers: gRPC's message and
+// stream buffers, the catalog's page cache, thread stacks and code (docs/limits.md).
+constexpr uint64_t kFixedMemory = 96ull << 20;
+
+// glibc malloc for a process whose MiB-sized buffers (gRPC messages) come and go per request:
+// a fixed mmap threshold, so that the dynamic one cannot climb to 32 MiB and park large
+// buffers in arenas; a trim threshold that keeps free() from handing pages back with madvise
+// after every message (each a TLB shootdown on every core, which showed as the top cost of an
+// encode); and few arenas, so that what they keep stays bounded. Stripe buffers do not come
+// from malloc (the store maps them itself).
+void TuneMalloc() {
+  mallopt(M_ARENA_MAX, 4);
+  mallopt(M_MMAP_THRESHOLD, 4 << 20);
+  mallopt(M_TRIM_THRESHOLD, 16 << 20);
+}
+
 struct Flags {
   std::string data_dir = "./var/ecd";
   int devices = 8;
@@ -63,6 +80,9 @@ struct Flags {
   uint32_t data_blocks = 4;
   uint32_t parity_blocks = 2;
   std::string max_stripe_memory = "512M";
+  std::string memory_limit = "512M";
+  uint32_t max_memory_waiters = 64;
+  double memory_wait_seconds = 60;
   std::string log_level = "info";
   int ec_workers = 2;
   uint32_t nvme_queue_depth = 64;
@@ -93,6 +113,7 @@ int Fail(const std::string& message) {
 }
 
 int Main(int argc, char** argv) {
+  TuneMalloc();
   Flags f;
   CLI::App app{"ecd: erasure-coding storage daemon"};
   app.set_config("--config", "", "Read options from an INI/TOML file (key = value, flag names)");
@@ -132,6 +153,17 @@ int Main(int argc, char** argv) {
   app.add_option("--max-stripe-memory", f.max_stripe_memory,
                  "Largest stripe ((M+K) x block size) a request may hold in memory")
       ->capture_default_str();
+  app.add_option("--memory-limit", f.memory_limit,
+                 "Memory of ecd's buffers: the devices' DMA pools plus every request's stripe "
+                 "buffers, after a fixed 96M for gRPC, the catalog and code (e.g. 2G; 0 = no "
+                 "limit). Requests wait for memory rather than fail (docs/limits.md)");
+  app.add_option("--max-memory-waiters", f.max_memory_waiters,
+                 "Requests that may wait for stripe memory at once; more are refused "
+                 "(RESOURCE_EXHAUSTED)")
+      ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--memory-wait", f.memory_wait_seconds,
+                 "Seconds a request may wait for stripe memory before it is refused")
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--ec-workers", f.ec_workers, "Threads of the erasure-coding engine (1..256)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -271,6 +303,17 @@ int Main(int argc, char** argv) {
   options.default_parity_blocks = f.parity_blocks;
   options.ec_workers = f.ec_workers;
   options.max_name_length = limits.max_name_length;
+  {
+    absl::StatusOr<uint64_t> limit = ecd::ParseSize(f.memory_limit);
+    if (!limit.ok()) return Fail(absl::StrCat("--memory-limit: ", limit.status().message()));
+    if (*limit != 0 && *limit <= kFixedMemory) {
+      return Fail(absl::StrCat("--memory-limit must be more than the ", kFixedMemory >> 20,
+                               "M ecd keeps for gRPC, the catalog and its code (or 0: no limit)"));
+    }
+    options.memory_limit = *limit == 0 ? 0 : *limit - kFixedMemory;
+    options.memory_waiters = f.max_memory_waiters;
+    options.memory_wait = absl::Seconds(f.memory_wait_seconds);
+  }
   for (auto [text, out, flag] :
        {std::tuple<std::string*, uint64_t*, const char*>{&f.device_size, &options.device_size,
                                                          "--device-size"},

@@ -379,6 +379,34 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       "NVMe commands submitted to io_uring and not yet completed.", {"device"},
       per_device([](const store::DeviceStatus& d) { return CounterOf(d, "nvme_in_flight"); }));
 
+  // Stripe memory (--memory-limit).
+  const store::MemoryBudget* budget = &store->memory_budget();
+  r.AddCallback(MetricType::kGauge, "ecd_memory_budget_bytes",
+                "Bytes of stripe buffers all requests may hold at once (0: no limit).", {},
+                [budget] {
+                  return std::vector<Sample>{{{}, static_cast<double>(budget->limit_bytes())}};
+                });
+  r.AddCallback(MetricType::kGauge, "ecd_memory_reserved_bytes",
+                "Bytes of stripe buffers reserved by requests in progress.", {}, [budget] {
+                  return std::vector<Sample>{{{}, static_cast<double>(budget->reserved_bytes())}};
+                });
+  r.AddCallback(MetricType::kGauge, "ecd_memory_waiting_requests",
+                "Requests waiting for stripe memory (what --max-memory-waiters bounds).", {},
+                [budget] {
+                  return std::vector<Sample>{{{}, static_cast<double>(budget->waiting())}};
+                });
+  r.AddCallback(MetricType::kCounter, "ecd_memory_waits_total",
+                "Requests that had to wait for stripe memory.", {}, [budget] {
+                  return std::vector<Sample>{{{}, static_cast<double>(budget->waits())}};
+                });
+  r.AddCallback(
+      MetricType::kCounter, "ecd_memory_refusals_total",
+      "Requests refused stripe memory: too large for the limit, too many waiting, or waited "
+      "--memory-wait.",
+      {}, [budget] {
+        return std::vector<Sample>{{{}, static_cast<double>(budget->refusals())}};
+      });
+
   // Catalog.
   r.AddCallback(
       MetricType::kCounter, "ecd_catalog_errors_total",

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <thread>
@@ -123,7 +124,7 @@ class StreamSource final : public store::ByteSource {
       }
     }
     const size_t n = std::min(buffer.size(), current_.data().size() - at_);
-    std::copy_n(current_.data().data() + at_, n, buffer.data());
+    std::memcpy(buffer.data(), current_.data().data() + at_, n);
     at_ += n;
     return n;
   }

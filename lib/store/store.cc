@@ -43,10 +43,12 @@ absl::Status LookupError(absl::Status status, absl::string_view name, size_t max
 
 // Page-aligned, zeroed memory straight from the kernel, given back with munmap when freed, so
 // that stripe buffers never linger in malloc's arenas: the resident size follows the budget.
+// Populated at once: one call instead of a page fault per 4 KiB as the buffer is first filled.
 class AlignedBuffer {
  public:
   explicit AlignedBuffer(size_t bytes) : bytes_(std::max<size_t>(bytes, 4096)) {
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     data_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
   }
   ~AlignedBuffer() {
