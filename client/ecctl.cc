@@ -395,11 +395,23 @@ uint64_t ExpectedBytes(uint64_t size, const ByteRange& range) {
 
 // Where a streamed read's bytes go: stdout, or a partial file beside `out` that is fsynced and
 // renamed into place only by Commit, so no partial or unchecked bytes are ever left under `out`.
-// A destination not committed removes its partial file.
+// A destination not committed removes its partial file. An `out` that exists and is not a
+// regular file (/dev/null, a FIFO, a device) is written directly: renaming over it would replace
+// the device node with a file.
 class Destination {
  public:
   explicit Destination(const std::string& out) : out_(out) {
     if (to_stdout()) return;
+    struct stat st {};
+    if (::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      direct_ = true;
+      fd_ = ::open(out.c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd_ < 0) {
+        throw Failure{kExitLocalFile,
+                      absl::StrCat("cannot open ", out, ": ", std::strerror(errno))};
+      }
+      return;
+    }
     const std::filesystem::path target(out);
     partial_ = (target.parent_path() /
                 absl::StrCat(".", target.filename().string(), ".partial-", ::getpid()))
@@ -413,7 +425,7 @@ class Destination {
   ~Destination() {
     if (to_stdout() || committed_) return;
     ::close(fd_);
-    ::unlink(partial_.c_str());
+    if (!direct_) ::unlink(partial_.c_str());
   }
   Destination(const Destination&) = delete;
   Destination& operator=(const Destination&) = delete;
@@ -435,6 +447,13 @@ class Destination {
   // Makes the bytes written durable under `out`; exit code 3 if that fails.
   void Commit() {
     if (to_stdout()) return;
+    if (direct_) {
+      committed_ = true;
+      if (::close(fd_) != 0) {
+        throw Failure{kExitLocalFile, absl::StrCat("write ", out_, ": ", std::strerror(errno))};
+      }
+      return;
+    }
     if (::fsync(fd_) != 0 || ::close(fd_) != 0) Fail("write ");
     committed_ = true;  // Closed: only the partial file is left to remove on failure.
     if (::rename(partial_.c_str(), out_.c_str()) != 0) {
@@ -471,6 +490,7 @@ class Destination {
   std::string partial_;
   int fd_ = STDOUT_FILENO;
   bool committed_ = false;
+  bool direct_ = false;  // `out` is not a regular file: written in place.
 };
 
 // Writes a stream of ReadResponse for `range` into `out` ("-": stdout), showing the bytes on

@@ -1,8 +1,8 @@
 // Device: splits namespace I/O into NVMe commands over PRP-described host pages.
 #include "lib/nvme/device.h"
 
+#include <condition_variable>
 #include <cstring>
-#include <future>
 #include <mutex>
 
 #include "absl/strings/str_format.h"
@@ -48,16 +48,45 @@ Device::~Device() {
   controller_.reset();
 }
 
+namespace {
+
+// Waits for one asynchronous call's status. The callback finishes under the lock it notifies
+// with, so the waiter (and this object) cannot be gone before the callback is done with it.
+class StatusWaiter {
+ public:
+  Device::Done Callback() {
+    return [this](absl::Status s) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = std::move(s);
+      done_ = true;
+      cv_.notify_one();
+    };
+  }
+  absl::Status Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    return status_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  absl::Status status_;
+};
+
+}  // namespace
+
 absl::Status Device::Read(uint64_t lba, absl::Span<uint8_t> out) {
-  std::promise<absl::Status> result;
-  ReadAsync(lba, out, [&result](absl::Status s) { result.set_value(std::move(s)); });
-  return result.get_future().get();
+  StatusWaiter waiter;
+  ReadAsync(lba, out, waiter.Callback());
+  return waiter.Wait();
 }
 
 absl::Status Device::Write(uint64_t lba, absl::Span<const uint8_t> data) {
-  std::promise<absl::Status> result;
-  WriteAsync(lba, data, [&result](absl::Status s) { result.set_value(std::move(s)); });
-  return result.get_future().get();
+  StatusWaiter waiter;
+  WriteAsync(lba, data, waiter.Callback());
+  return waiter.Wait();
 }
 
 void Device::ReadAsync(uint64_t lba, absl::Span<uint8_t> out, Done done) {

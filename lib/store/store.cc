@@ -1268,7 +1268,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
   RecoverProgress p;
   int64_t object_id = 0;
   StripeSet buffers;
-  StripeBuffer* buffer = nullptr;  // One stripe.
+  // Two stripes: while one is checked, rebuilt and written, the next one's blocks are read.
+  StripeBuffer* stripe_buffers[2] = {nullptr, nullptr};
   StripeBuffer* parity = nullptr;  // K blocks: the parity the data encodes to.
   absl::Status no_space;
   // One batch of stripes at a time under the object's exclusive lock, so that reads and
@@ -1295,14 +1296,15 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
       if (!codec.ok()) return codec.status();
       const uint64_t lbas = LbasPerBlock(object.block_size);
-      if (buffer == nullptr) {
-        std::vector<int> blocks = {width};
+      if (stripe_buffers[0] == nullptr) {
+        std::vector<int> blocks = {width, width};
         if (options.verify_parity) blocks.push_back(k);
         absl::StatusOr<StripeSet> allocated = AllocateStripes(blocks, object.block_size);
         if (!allocated.ok()) return allocated.status();
         buffers = std::move(*allocated);
-        buffer = &buffers[0];
-        if (options.verify_parity) parity = &buffers[1];
+        stripe_buffers[0] = &buffers[0];
+        stripe_buffers[1] = &buffers[1];
+        if (options.verify_parity) parity = &buffers[2];
       }
       const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
       absl::StatusOr<std::vector<BlockRecord>> blocks =
@@ -1315,19 +1317,32 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         FreeExtents(replaced);
         return s;
       };
+      std::vector<std::vector<const BlockRecord*>> stripes;
       size_t row = 0;
+      for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
+        stripes.push_back(TakeStripe(*blocks, row, stripe, width));
+      }
+      // Starts reading every block of stripe `batch + n`.
+      auto start_stripe = [&](uint64_t n) {
+        auto reads = std::make_unique<BlockReads>();
+        for (int i = 0; i < width; ++i) reads->indices.push_back(i);
+        reads->blocks = stripes[n];
+        reads->outs = stripe_buffers[n % 2]->views;
+        StartReads(*reads);
+        return reads;
+      };
+      std::unique_ptr<BlockReads> next = start_stripe(0);  // Waited for if abandoned.
       for (uint64_t stripe = batch; stripe < batch + count; ++stripe, ++p.stripes_done) {
-        const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
+        const uint64_t n = stripe - batch;
+        const std::vector<const BlockRecord*>& by_index = stripes[n];
+        StripeBuffer* const buffer = stripe_buffers[n % 2];
+        std::unique_ptr<BlockReads> reads = std::move(next);
+        if (n + 1 < count) next = start_stripe(n + 1);
         std::vector<int> available;
         std::vector<int> bad;
         std::vector<int> evicted;   // good blocks that must move off their device anyway
         std::vector<int> mismatch;  // good parity blocks that differ from the data's encoding
-        BlockReads reads;
-        for (int i = 0; i < width; ++i) reads.indices.push_back(i);
-        reads.blocks = by_index;
-        reads.outs = buffer->views;
-        StartReads(reads);
-        const std::vector<BlockRead> results = FinishReads(object, reads);
+        const std::vector<BlockRead> results = FinishReads(object, *reads);
         for (int i = 0; i < width; ++i) {
           const BlockRecord* b = by_index[i];
           ++p.blocks_checked;

@@ -8,7 +8,7 @@
 // rows are dropped and its extents are free at the next Open).
 // Memory: each request's stripe buffers come out of one budget (StoreOptions::memory_limit);
 // an encode holds up to ec_workers + 3 stripes of (M+K) x block size bytes, a read 3, an update
-// 2, a recover 1 (and K blocks to verify parity); a wide stripe gets a shallower pipeline so
+// 2, a recover 2 (and K blocks to verify parity); a wide stripe gets a shallower pipeline so
 // that it fits. Encode refuses shapes whose stripe exceeds max_stripe_bytes.
 // Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
 // update, delete and recover of an object exclude other requests on that object only.

@@ -241,6 +241,19 @@ on_tty "$WORK/tty.error" "$ECTL" --addr "$ADDR" read nothing-here -o "$WORK/none
 expect_no_progress "$WORK/tty.error"
 "$ECTL" --version | grep -qE '^ecctl [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version: $("$ECTL" --version)"
 
+step "read into a FIFO or a device writes it in place (never renames a file over it)"
+mkfifo "$WORK/fifo"
+timeout 60 cat "$WORK/fifo" >"$WORK/from-fifo" &
+reader=$!
+ecctl read big -o "$WORK/fifo" -q
+wait "$reader" || fail "nothing read from the FIFO (did ecctl replace it with a file?)"
+[ -p "$WORK/fifo" ] || fail "the FIFO is no longer a FIFO"
+cmp "$WORK/big.bin" "$WORK/from-fifo" || fail "the bytes through the FIFO differ"
+ls -la "$WORK" | grep -q partial && fail "a partial file was left beside the FIFO"
+ecctl read big -o /dev/null -q
+[ -c /dev/null ] || fail "/dev/null is no longer a character device"
+echo "   ok: FIFO and /dev/null written in place, byte-exact"
+
 stop_ecd
 echo
 echo "ecctl ux: all checks passed"

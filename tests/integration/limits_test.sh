@@ -6,8 +6,9 @@
 # the Unix socket as two clients), --max-ingest-records. Each gets its documented status code and
 # a message naming the limit; refused objects do not exist and hold no space; after each limit
 # an encode + read round trip still works. Then, with the default limits, reads and recovers of
-# a 64 MiB object under tiny deadlines get DEADLINE_EXCEEDED and the daemon still serves. Bad
-# limit flags stop ecd at start-up with exit code 2.
+# a 64 MiB object under tiny deadlines get DEADLINE_EXCEEDED and the daemon still serves. Under a
+# small --memory-limit, concurrent encodes wait for stripe memory and all succeed, and a stripe
+# larger than the budget is refused. Bad limit flags stop ecd at start-up with exit code 2.
 # Usage: limits_test.sh ECD ECTL
 set -euo pipefail
 ECD=$1
@@ -24,7 +25,7 @@ limits_client() {
 
 step "bad limit flags stop ecd at start-up"
 for bad in "--max-message-size 1M" "--max-object-size 0" "--max-object-size 1X" \
-  "--max-streams 0" "--max-name-length 0"; do
+  "--max-streams 0" "--max-name-length 0" "--memory-limit 64M" "--max-memory-waiters 0"; do
   rc=0
   # shellcheck disable=SC2086
   "$ECD" --data-dir "$WORK/bad" $bad >"$WORK/out" 2>&1 || rc=$?
@@ -70,6 +71,41 @@ cmp "$WORK/keep.bin" "$WORK/keep.out" || fail "the kept object reads back differ
 [ "$(ecctl --json ls | json 'sorted(o["name"] for o in d["objects"])')" = "['keep']" ] ||
   fail "objects left behind: $(ecctl ls)"
 echo "   ok: only keep is stored, byte-exact"
+stop_ecd
+
+step "--memory-limit too small for the devices' DMA pools stops ecd at start-up"
+rc=0
+"$ECD" --data-dir "$WORK/small" --devices 8 --memory-limit 150M >"$WORK/out" 2>&1 || rc=$?
+[ "$rc" -ne 0 ] || fail "ecd started with a memory limit below its DMA pools"
+grep -q -- "--memory-limit" "$WORK/out" || fail "the refusal does not name --memory-limit: $(cat "$WORK/out")"
+echo "   ok: exit $rc: $(grep -- --memory-limit "$WORK/out" | head -n1)"
+
+step "--memory-limit: requests wait for stripe memory; a stripe that never fits is refused"
+# 200M - 96M fixed - 8 x 8M DMA pools = 40M of stripe memory: one 4+2 x 1M encode (5 stripes of
+# 6M) at a time, and no room for a 4+2 x 8M stripe.
+start_ecd --memory-limit 200M
+[ "$(metric ecd_memory_budget_bytes)" = "41943040" ] ||
+  fail "ecd_memory_budget_bytes is $(metric ecd_memory_budget_bytes), expected 41943040"
+head -c $((20 << 20)) /dev/urandom >"$WORK/wide.bin"
+expect_error RESOURCE_EXHAUSTED ecctl encode "$WORK/wide.bin" --name wide -m 4 -k 2 --block-size 8M
+grep -q -- "--memory-limit" "$WORK/err" || fail "the memory refusal does not name --memory-limit"
+expect_error NOT_FOUND ecctl stat wide
+pids=()
+for i in 1 2 3 4 5 6; do
+  head -c $((12 << 20)) /dev/urandom >"$WORK/m$i.bin"
+  ecctl encode "$WORK/m$i.bin" --name "m$i" -m 4 -k 2 --block-size 1M >/dev/null &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "a concurrent encode under the memory limit failed"; done
+for i in 1 2 3 4 5 6; do
+  ecctl read "m$i" -o "$WORK/m$i.out"
+  cmp "$WORK/m$i.bin" "$WORK/m$i.out" || fail "m$i reads back different"
+done
+[ "$(metric ecd_memory_reserved_bytes)" = "0" ] || fail "stripe memory still reserved when idle"
+[ "$(metric ecd_memory_refusals_total)" = "1" ] ||
+  fail "ecd_memory_refusals_total is $(metric ecd_memory_refusals_total), expected 1"
+echo "   ok: 6 concurrent encodes stored byte-exact in a 40 MiB budget" \
+  "(waits: $(metric ecd_memory_waits_total)); the 8M-block stripe refused"
 stop_ecd
 
 step "deadlines: a 64 MiB object under tiny deadlines (default limits)"
