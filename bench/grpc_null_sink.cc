@@ -1,0 +1,146 @@
+// grpc_null_sink: the transport's own ceiling for bench/e2e.sh. A gRPC server that implements
+// ecd.v1 Objects.Encode (client streaming) by counting and discarding the bytes, so that the same
+// `ecctl encode` command that feeds ecd can be pointed at it (`ecctl --addr`) and the difference
+// between the two is ecd's own work (EC, CRC, NVMe writes, flush, commit). Every other RPC is
+// UNIMPLEMENTED. Runs until SIGTERM or SIGINT.
+//
+// Usage: grpc_null_sink [--listen 127.0.0.1:0] [--port-file FILE]
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "ecd/v1/ecd.grpc.pb.h"
+
+namespace {
+
+namespace v1 = ecd::v1;
+
+// ecd's defaults (daemon/limits.h: 16 MiB messages; ecd accepts received messages up to twice
+// that), so the sink's transport is configured as ecd's is.
+constexpr int kMaxMessageSize = 16 << 20;
+constexpr int kMaxReceiveMessageSize = 2 * kMaxMessageSize;
+
+// The defaults ecd applies to a header field left at 0 (see EncodeHeader in ecd.proto).
+constexpr uint32_t kDefaultDataBlocks = 4;
+constexpr uint32_t kDefaultParityBlocks = 2;
+constexpr uint64_t kDefaultBlockSize = 1 << 20;
+
+// Objects.Encode that keeps nothing. The stream is checked as ecd checks its shape (a header on
+// the first message only; exactly header.size bytes when the size is declared), and the response
+// describes the object ecd would have committed: version 1, the bytes counted, its stripe count.
+class NullObjects final : public v1::Objects::Service {
+ public:
+  grpc::Status Encode(grpc::ServerContext* context, grpc::ServerReader<v1::EncodeRequest>* reader,
+                      v1::EncodeResponse* response) override {
+    v1::EncodeRequest request;
+    if (!reader->Read(&request)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "empty Encode stream: the first message must carry a header");
+    }
+    if (!request.has_header()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "the first EncodeRequest must carry a header (name, shape)");
+    }
+    const v1::EncodeHeader header = request.header();
+    uint64_t bytes = request.data().size();
+    uint64_t messages = 1;
+    while (reader->Read(&request)) {
+      if (request.has_header()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "only the first EncodeRequest may carry a header");
+      }
+      bytes += request.data().size();
+      ++messages;
+    }
+    if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    if (header.has_size() && header.size() != bytes) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("the header declares ", header.size(),
+                                       " bytes but the stream carried ", bytes));
+    }
+    const uint32_t m = header.data_blocks() ? header.data_blocks() : kDefaultDataBlocks;
+    const uint32_t k = header.parity_blocks() ? header.parity_blocks() : kDefaultParityBlocks;
+    const uint64_t block = header.block_size() ? header.block_size() : kDefaultBlockSize;
+    const uint64_t stripe = static_cast<uint64_t>(m) * block;
+    v1::ObjectInfo* o = response->mutable_object();
+    o->set_name(header.name());
+    o->set_size(bytes);
+    o->set_data_blocks(m);
+    o->set_parity_blocks(k);
+    o->set_matrix(header.matrix() == v1::MATRIX_TYPE_VANDERMONDE ? v1::MATRIX_TYPE_VANDERMONDE
+                                                                 : v1::MATRIX_TYPE_CAUCHY);
+    o->set_block_size(block);
+    o->set_stripe_count((bytes + stripe - 1) / stripe);
+    o->set_created_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count());
+    o->set_version(1);
+    total_bytes_ += bytes;
+    std::fprintf(stderr, "grpc_null_sink: %s: %llu bytes in %llu messages discarded\n",
+                 header.name().c_str(), static_cast<unsigned long long>(bytes),
+                 static_cast<unsigned long long>(messages));
+    return grpc::Status::OK;
+  }
+
+  uint64_t total_bytes() const { return total_bytes_.load(); }
+
+ private:
+  std::atomic<uint64_t> total_bytes_{0};
+};
+
+int Main(int argc, char** argv) {
+  std::string listen = "127.0.0.1:0";
+  std::string port_file;
+  CLI::App app{"grpc_null_sink: ecd.v1 Objects.Encode that counts and discards the bytes"};
+  app.add_option("--listen", listen, "TCP address to serve on (port 0 picks one)")
+      ->capture_default_str();
+  app.add_option("--port-file", port_file, "Write the bound TCP port to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  // SIGTERM and SIGINT are taken by sigwait; block them before gRPC starts its threads.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  NullObjects objects;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+  builder.SetMaxReceiveMessageSize(kMaxReceiveMessageSize);
+  builder.SetMaxSendMessageSize(kMaxMessageSize);
+  builder.RegisterService(&objects);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    std::fprintf(stderr, "grpc_null_sink: cannot listen on %s\n", listen.c_str());
+    return 1;
+  }
+  if (!port_file.empty()) std::ofstream(port_file) << port << "\n";
+  std::fprintf(stderr, "grpc_null_sink: serving on %s (port %d)\n", listen.c_str(), port);
+
+  std::thread waiter([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  });
+  server->Wait();
+  waiter.join();
+  std::fprintf(stderr, "grpc_null_sink: stopped; %llu bytes discarded in all\n",
+               static_cast<unsigned long long>(objects.total_bytes()));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Main(argc, argv); }
