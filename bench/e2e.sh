@@ -1,0 +1,514 @@
+#!/usr/bin/env bash
+# bench/e2e.sh: ecd end to end beside its peers (issue 9). On one generated file, in one run, it
+# times `ecctl encode` (8+3, 1 MiB blocks), a clean `ecctl read`, a read with 3 devices failed
+# and `ecctl recover` after failing 1 device. Beside them, on the same file system, it runs fio
+# O_DIRECT sequential write and read of the same bytes, the same `ecctl encode` against a gRPC
+# null sink (bench/grpc_null_sink), zfec and pyeclib encoding the file 8+3, and par2 creating
+# 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
+# and ecd's peak RSS. Every read is checked against the source file (cksum: CRC and length).
+#
+# Usage: bench/e2e.sh [--size 1G] [--json FILE] [--quick] [--dir DIR] [--keep]
+#                     [--ecd BIN --ecctl BIN --null-sink BIN] [--memory-limit 512M]
+#                     [--ecd-arg ARG]...
+#   --size          bytes of the file (K/M/G suffixes, a multiple of 1 MiB; default 1G)
+#   --json FILE     also write the results as JSON
+#   --quick         smoke mode: checks every byte and prints the table, but a MISS does not fail
+#   --dir DIR       where the work directory goes (default $E2E_DIR or /var/tmp); fio's file and
+#                   ecd's devices share it
+#   --ecd/--ecctl/--null-sink  binaries to use; without them, the targets are built in
+#                   $BUILD_DIR (default build/) after scripts/install-deps.sh
+#   --memory-limit  what ecd's peak RSS is checked against (default 512M; ecd has no memory
+#                   limit flag of its own yet, pass one with --ecd-arg when it does)
+#   --ecd-arg ARG   an extra flag for ecd (repeatable)
+#   --keep          keep the work directory
+# Exit: 0 done (and, without --quick, every target met); 1 a check failed (bytes, an ecctl
+# error, a tool missing); 4 every check passed but some target was missed (without --quick).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SIZE_TEXT=1G
+JSON_OUT=""
+QUICK=0
+KEEP=0
+BASE=${E2E_DIR:-/var/tmp}
+ECD=""
+ECTL=""
+SINK=""
+MEMORY_LIMIT_TEXT=512M
+ECD_ARGS=()
+PY=${E2E_PYTHON:-/usr/bin/python3}  # Debian's python3: zfec and pyeclib are Debian packages.
+M=8
+K=3
+BLOCK=$((1 << 20))
+DEVICES=12
+
+die() {
+  printf 'e2e: FAIL: %s\n' "$*" >&2
+  exit 1
+}
+usage() {
+  sed -n '/^# Usage:/,/^# Exit:/p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --size) SIZE_TEXT=$2; shift 2 ;;
+  --json) JSON_OUT=$2; shift 2 ;;
+  --quick) QUICK=1; shift ;;
+  --dir) BASE=$2; shift 2 ;;
+  --keep) KEEP=1; shift ;;
+  --ecd) ECD=$2; shift 2 ;;
+  --ecctl) ECTL=$2; shift 2 ;;
+  --null-sink) SINK=$2; shift 2 ;;
+  --memory-limit) MEMORY_LIMIT_TEXT=$2; shift 2 ;;
+  --ecd-arg) ECD_ARGS+=("$2"); shift 2 ;;
+  -h | --help) usage ;;
+  *) printf 'e2e: unknown argument %s\n' "$1" >&2; usage ;;
+  esac
+done
+
+SIZE=$(numfmt --from=iec "$SIZE_TEXT" 2>/dev/null) || die "--size $SIZE_TEXT is not a size"
+MEMORY_LIMIT=$(numfmt --from=iec "$MEMORY_LIMIT_TEXT" 2>/dev/null) ||
+  die "--memory-limit $MEMORY_LIMIT_TEXT is not a size"
+if [ "$SIZE" -lt "$BLOCK" ] || [ $((SIZE % BLOCK)) -ne 0 ]; then
+  die "--size must be a positive multiple of 1 MiB (fio and par2 use 1 MiB blocks)"
+fi
+if [ -n "$JSON_OUT" ]; then JSON_OUT=$(realpath -m "$JSON_OUT"); fi
+
+# ---- binaries and tools
+
+if [ -z "$ECD$ECTL$SINK" ]; then
+  BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+  bash "$ROOT/scripts/install-deps.sh" >/dev/null
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+      >/dev/null
+  fi
+  cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target ecd ecctl grpc_null_sink >/dev/null
+  ECD=$BUILD_DIR/daemon/ecd
+  ECTL=$BUILD_DIR/client/ecctl
+  SINK=$BUILD_DIR/bench/grpc_null_sink
+fi
+for b in "$ECD" "$ECTL" "$SINK"; do
+  [ -x "$b" ] || die "binary not found: '$b' (give all of --ecd, --ecctl and --null-sink, or none)"
+done
+for t in fio par2 cksum findmnt; do
+  command -v "$t" >/dev/null || die "$t not found (scripts/install-deps.sh installs it)"
+done
+"$PY" -c 'import zfec, pyeclib.ec_iface' 2>/dev/null ||
+  die "$PY cannot import zfec and pyeclib (apt-get install python3-zfec python3-pyeclib)"
+
+# ---- work directory, file system, page cache
+
+mkdir -p "$BASE"
+WORK=$(mktemp -d "$BASE/ecd-e2e.XXXXXX")
+ECD_PID=""
+SINK_PID=""
+cleanup() {
+  local rc=$?
+  for pid in "$ECD_PID" "$SINK_PID"; do
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -9 "$pid" 2>/dev/null || true; fi
+  done
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ] && [ -f "$WORK/ecd.log" ]; then
+    echo "--- ecd.log (tail)" >&2
+    tail -n 20 "$WORK/ecd.log" >&2
+  fi
+  if [ "$KEEP" -eq 1 ]; then echo "e2e: work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+FS_TYPE=$(findmnt -n -o FSTYPE -T "$WORK")
+FS_SOURCE=$(findmnt -n -o SOURCE -T "$WORK")
+FS_TARGET=$(findmnt -n -o TARGET -T "$WORK")
+case "$FS_TYPE" in
+tmpfs | ramfs) echo "e2e: warning: $WORK is on $FS_TYPE (memory): use --dir on a real disk" >&2 ;;
+esac
+
+if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/vm/drop_caches ]; then DROP=yes; else DROP=no; fi
+drop_caches() {
+  sync
+  if [ "$DROP" = yes ]; then echo 3 >/proc/sys/vm/drop_caches; fi
+}
+
+now_ns() { date +%s%N; }
+# secs T0 T1: seconds between two now_ns stamps.
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", (b - a) / 1e9 }'; }
+# mbps BYTES SECONDS: 10^6 bytes per second.
+mbps() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s / 1e6 }'; }
+
+echo "e2e: $(numfmt --to=iec "$SIZE") file, ${M}+${K}, $((BLOCK >> 20)) MiB blocks, $DEVICES devices"
+echo "e2e: work dir $WORK on $FS_TYPE ($FS_SOURCE mounted at $FS_TARGET)"
+echo "e2e: page cache dropped between phases: $DROP$([ "$DROP" = no ] && echo ' (not root: reads may come from memory)')"
+echo "e2e: cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---- the source file
+
+SRC=$WORK/source.bin
+head -c "$SIZE" /dev/urandom | tee "$SRC" | cksum | awk '{ print $1, $2 }' >"$WORK/source.cksum"
+[ "$(stat -c %s "$SRC")" -eq "$SIZE" ] || die "could not write $SIZE bytes to $SRC"
+SRC_SUM=$(cat "$WORK/source.cksum")
+
+# ---- fio
+
+# fio_run write|read: one sequential O_DIRECT pass of $SIZE bytes over $WORK/fio.bin in 1 MiB
+# blocks at iodepth 16; prints fio's own bandwidth in MB/s. A write starts from a fresh file
+# (allocating writes, as ecd's sparse namespaces are) and ends with an fsync.
+FIO_ENGINE=io_uring
+fio_run() {
+  local rw=$1 extra=()
+  if [ "$rw" = write ]; then
+    rm -f "$WORK/fio.bin"
+    extra=(--end_fsync=1)
+  fi
+  drop_caches
+  fio --name="e2e-$rw" --filename="$WORK/fio.bin" --rw="$rw" --bs=1M --iodepth=16 \
+    --ioengine="$FIO_ENGINE" --direct=1 --size="$SIZE" "${extra[@]}" --output-format=json \
+    >"$WORK/fio-$rw.json" 2>"$WORK/fio-$rw.err" || {
+    cat "$WORK/fio-$rw.err" >&2
+    die "fio $rw failed"
+  }
+  "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]
+print("%.1f" % (j["bw_bytes"] / 1e6))' "$WORK/fio-$rw.json" "$rw"
+}
+if ! fio --name=probe --filename="$WORK/probe" --size=1M --bs=1M --ioengine=io_uring --direct=1 \
+  --rw=write >/dev/null 2>&1; then
+  FIO_ENGINE=libaio
+fi
+rm -f "$WORK/probe"
+
+# ---- ecd and the null sink
+
+# Room for 11/8 of the file twice over (recover writes copies), at least 64 MiB a device.
+DEVICE_MB=$(((SIZE * 11 * 2 / 8 / DEVICES >> 20) + 64))
+
+start_ecd() {
+  "$ECD" --data-dir "$WORK/ecd" --devices "$DEVICES" --device-size "${DEVICE_MB}M" \
+    --listen 127.0.0.1:0 --port-file "$WORK/ecd.port" --unix-socket none --metrics-listen "" \
+    --scrub-interval-hours 0 --log-level warn "${ECD_ARGS[@]}" >>"$WORK/ecd.log" 2>&1 &
+  ECD_PID=$!
+  for _ in $(seq 1 200); do
+    if [ -s "$WORK/ecd.port" ]; then
+      ADDR=127.0.0.1:$(cat "$WORK/ecd.port")
+      if "$ECTL" --addr "$ADDR" device ls >/dev/null 2>&1; then return 0; fi
+    fi
+    kill -0 "$ECD_PID" 2>/dev/null || die "ecd exited during start-up"
+    sleep 0.1
+  done
+  die "ecd did not answer within 20 s"
+}
+stop_ecd() {
+  kill -TERM "$ECD_PID"
+  local rc=0
+  wait "$ECD_PID" || rc=$?
+  ECD_PID=""
+  [ "$rc" -eq 0 ] || die "ecd exited with $rc after SIGTERM"
+}
+ecctl() { "$ECTL" --addr "$ADDR" --quiet "$@"; }
+# jget FILE EXPR: a Python expression on the JSON document in FILE (as d).
+jget() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+start_sink() {
+  "$SINK" --listen 127.0.0.1:0 --port-file "$WORK/sink.port" 2>>"$WORK/sink.log" &
+  SINK_PID=$!
+  for _ in $(seq 1 100); do
+    if [ -s "$WORK/sink.port" ]; then
+      SINK_ADDR=127.0.0.1:$(cat "$WORK/sink.port")
+      return 0
+    fi
+    kill -0 "$SINK_PID" 2>/dev/null || die "grpc_null_sink exited during start-up"
+    sleep 0.1
+  done
+  die "grpc_null_sink did not start within 10 s"
+}
+
+# timed_encode ADDR NAME: encodes the source file; prints the seconds; checks the size committed.
+timed_encode() {
+  local addr=$1 name=$2 t0 t1
+  drop_caches
+  t0=$(now_ns)
+  "$ECTL" --addr "$addr" --quiet --json encode "$SRC" --name "$name" --data "$M" --parity "$K" \
+    --block-size 1M >"$WORK/encode-$name.json" || die "encode $name at $addr failed"
+  t1=$(now_ns)
+  [ "$(jget "$WORK/encode-$name.json" "d['object']['size']")" = "$SIZE" ] ||
+    die "encode $name committed a size other than $SIZE"
+  secs "$t0" "$t1"
+}
+
+# timed_read TAG: reads the object to a pipe, checks its cksum against the source's, prints
+# "seconds reconstructed_blocks".
+timed_read() {
+  local tag=$1 t0 t1 sum
+  drop_caches
+  t0=$(now_ns)
+  sum=$(ecctl --json read e2e -o - 2>"$WORK/read-$tag.json" | cksum | awk '{ print $1, $2 }') ||
+    die "read ($tag) failed: $(cat "$WORK/read-$tag.json")"
+  t1=$(now_ns)
+  [ "$sum" = "$SRC_SUM" ] || die "read ($tag): cksum '$sum' is not the source's '$SRC_SUM'"
+  echo "$(secs "$t0" "$t1") $(jget "$WORK/read-$tag.json" "d['reconstructed_blocks']")"
+}
+
+# The devices that hold data blocks INDEX... of stripe 0.
+devices_of() {
+  ecctl --json stat e2e --blocks >"$WORK/stat.json"
+  "$PY" - "$WORK/stat.json" "$@" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = [s for s in d["object"]["stripes"] if int(s["index"]) == 0][0]
+want = [int(i) for i in sys.argv[2:]]
+print(" ".join(str(b["device"]) for b in s["blocks"] if int(b["index"]) in want))
+PY
+}
+
+# ---- the run: fio and ecd phases interleaved
+
+echo "e2e: fio write (1/2)"
+FIO_W1=$(fio_run write)
+start_ecd
+echo "e2e: ecd encode"
+T_ENCODE=$(timed_encode "$ADDR" e2e)
+start_sink
+echo "e2e: null sink encode"
+T_SINK=$(timed_encode "$SINK_ADDR" e2e)
+kill -TERM "$SINK_PID"
+wait "$SINK_PID" || die "grpc_null_sink did not stop cleanly"
+SINK_PID=""
+echo "e2e: fio write (2/2)"
+FIO_W2=$(fio_run write)
+echo "e2e: fio read (1/2)"
+FIO_R1=$(fio_run read)
+
+echo "e2e: ecd read"
+R=$(timed_read clean)
+read -r T_READ RECON_CLEAN <<<"$R"
+[ "$RECON_CLEAN" -eq 0 ] || die "a clean read reconstructed $RECON_CLEAN blocks"
+
+R=$(devices_of 0 1 2)
+read -r -a FAILED3 <<<"$R"
+[ "${#FAILED3[@]}" -eq 3 ] || die "could not find the devices of stripe 0's data blocks 0-2"
+for dev in "${FAILED3[@]}"; do ecctl device fail "$dev" >/dev/null; done
+echo "e2e: ecd degraded read (devices ${FAILED3[*]} failed)"
+R=$(timed_read degraded)
+read -r T_DEGRADED RECON_DEGRADED <<<"$R"
+[ "$RECON_DEGRADED" -gt 0 ] || die "the degraded read reconstructed no block"
+for dev in "${FAILED3[@]}"; do ecctl device online "$dev" >/dev/null; done
+
+FAILED1=$(devices_of 0)
+ecctl device fail "$FAILED1" >/dev/null
+echo "e2e: ecd recover (device $FAILED1 failed)"
+drop_caches
+t0=$(now_ns)
+ecctl --json recover e2e >"$WORK/recover.json" || die "recover failed"
+t1=$(now_ns)
+T_RECOVER=$(secs "$t0" "$t1")
+BYTES_REBUILT=$(jget "$WORK/recover.json" "d['bytes_rebuilt']")
+BLOCKS_REBUILT=$(jget "$WORK/recover.json" "d['blocks_rebuilt']")
+[ "$BYTES_REBUILT" -gt 0 ] || die "recover rebuilt nothing"
+echo "e2e: ecd read after recover (device $FAILED1 still failed)"
+R=$(timed_read recovered)
+read -r T_AFTER RECON_AFTER <<<"$R"
+[ "$RECON_AFTER" -eq 0 ] || die "after recover, a read still reconstructed $RECON_AFTER blocks"
+
+echo "e2e: fio read (2/2)"
+FIO_R2=$(fio_run read)
+
+RSS_KB=$(awk '/^VmHWM:/ { print $2 }' "/proc/$ECD_PID/status")
+stop_ecd
+rm -rf "$WORK/ecd" "$WORK/fio.bin"
+
+# ---- peers: zfec and pyeclib (file read and encoded in one process; parity discarded)
+
+# peer zfec|pyeclib: prints "MB/s backend".
+peer() {
+  drop_caches
+  "$PY" - "$1" "$SRC" "$M" "$K" "$BLOCK" <<'PY'
+import sys, time
+which, path, m, k, block = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+stripe = m * block
+if which == "zfec":
+    import zfec
+    enc = zfec.Encoder(m, m + k)
+    backend = "zfec %s" % zfec.__version__
+    def encode(buf):
+        if len(buf) < stripe:
+            buf = buf + b"\0" * (stripe - len(buf))
+        view = memoryview(buf)
+        return enc.encode([view[i * block:(i + 1) * block] for i in range(m)], list(range(m, m + k)))
+else:
+    from pyeclib.ec_iface import ECDriver
+    try:
+        enc = ECDriver(k=m, m=k, ec_type="isa_l_rs_cauchy")
+        backend = "isa_l_rs_cauchy"
+    except Exception:
+        enc = ECDriver(k=m, m=k, ec_type="liberasurecode_rs_vand")
+        backend = "liberasurecode_rs_vand (isa_l_rs_cauchy unavailable)"
+    def encode(buf):
+        return enc.encode(buf)
+total = 0
+t0 = time.perf_counter()
+with open(path, "rb", buffering=0) as f:
+    while True:
+        buf = f.read(stripe)
+        if not buf:
+            break
+        parity = encode(buf)
+        assert len(parity) >= k
+        total += len(buf)
+elapsed = time.perf_counter() - t0
+print("%.1f %s" % (total / elapsed / 1e6, backend))
+PY
+}
+echo "e2e: zfec"
+R=$(peer zfec)
+read -r ZFEC ZFEC_BACKEND <<<"$R"
+echo "e2e: pyeclib"
+R=$(peer pyeclib)
+read -r PYECLIB PYECLIB_BACKEND <<<"$R"
+
+# ---- par2: 3/8 redundancy (37.5%), 1 MiB blocks, on a 64 MiB slice if the whole file would take
+# more than a minute (or in --quick mode)
+
+# par2_run FILE: prints the seconds par2 takes to create the recovery files of FILE.
+par2_run() {
+  local file=$1 bytes blocks t0 t1
+  bytes=$(stat -c %s "$file")
+  blocks=$(((bytes + BLOCK - 1) / BLOCK))
+  drop_caches
+  t0=$(now_ns)
+  par2 create -q -q -s"$BLOCK" -c$(((blocks * 3 + 7) / 8)) -n1 "$file" >"$WORK/par2.log" 2>&1 ||
+    die "par2 create failed: $(cat "$WORK/par2.log")"
+  t1=$(now_ns)
+  rm -f "$file".par2 "$file".vol*.par2
+  secs "$t0" "$t1"
+}
+SLICE=$((64 << 20))
+echo "e2e: par2"
+if [ "$SIZE" -le "$SLICE" ]; then
+  PAR2_BYTES=$SIZE
+  T_PAR2=$(par2_run "$SRC")
+  PAR2_NOTE="whole file"
+else
+  head -c "$SLICE" "$SRC" >"$WORK/slice.bin"
+  T_PAR2=$(par2_run "$WORK/slice.bin")
+  PAR2_BYTES=$SLICE
+  PAR2_NOTE="64 MiB slice"
+  PROJECTED=$(awk -v t="$T_PAR2" -v n="$SIZE" -v s="$SLICE" 'BEGIN { printf "%.0f", t * n / s }')
+  rm -f "$WORK/slice.bin"
+  if [ "$QUICK" -eq 0 ] && [ "$PROJECTED" -le 60 ]; then
+    T_PAR2=$(par2_run "$SRC")
+    PAR2_BYTES=$SIZE
+    PAR2_NOTE="whole file"
+  fi
+fi
+PAR2=$(mbps "$PAR2_BYTES" "$T_PAR2")
+
+# ---- results
+
+ENCODE=$(mbps "$SIZE" "$T_ENCODE")
+SINKRATE=$(mbps "$SIZE" "$T_SINK")
+READ=$(mbps "$SIZE" "$T_READ")
+DEGRADED=$(mbps "$SIZE" "$T_DEGRADED")
+AFTER=$(mbps "$SIZE" "$T_AFTER")
+REBUILD=$(mbps $((BYTES_REBUILT * M)) "$T_RECOVER")
+FIO_W=$(awk -v a="$FIO_W1" -v b="$FIO_W2" 'BEGIN { printf "%.1f", (a + b) / 2 }')
+FIO_R=$(awk -v a="$FIO_R1" -v b="$FIO_R2" 'BEGIN { printf "%.1f", (a + b) / 2 }')
+FIO_W_EC=$(awk -v w="$FIO_W" -v m="$M" -v k="$K" 'BEGIN { printf "%.1f", w * m / (m + k) }')
+RSS_MB=$(awk -v kb="$RSS_KB" 'BEGIN { printf "%.1f", kb / 1024 }')
+LIMIT_MB=$(awk -v b="$MEMORY_LIMIT" 'BEGIN { printf "%.1f", b / 1048576 }')
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+MISSES=0
+ROWS=$WORK/rows.tsv
+: >"$ROWS"
+# row NAME VALUE UNIT REFERENCE_NAME REFERENCE_VALUE OP TARGET: one line of the table; OP is >=
+# or <, and "-" for a row with no target.
+row() {
+  local name=$1 value=$2 unit=$3 ref_name=$4 ref=$5 op=$6 target=$7 ratio result
+  if [ "$ref" = "-" ]; then ratio="-"; else ratio=$(awk -v v="$value" -v r="$ref" 'BEGIN { printf "%.3f", v / r }'); fi
+  if [ "$op" = "-" ]; then
+    result="-"
+  elif awk -v x="$ratio" -v t="$target" -v op="$op" 'BEGIN { exit !((op == ">=") ? x >= t : x < t) }'; then
+    result=PASS
+  else
+    result=MISS
+    MISSES=$((MISSES + 1))
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$value" "$unit" "$ref_name" "$ref" \
+    "$ratio" "$op" "$target" "$result" >>"$ROWS"
+}
+row "fio write (O_DIRECT, 1M, QD16, $FIO_ENGINE)" "$FIO_W" MB/s - - - - -
+row "fio read (O_DIRECT, 1M, QD16, $FIO_ENGINE)" "$FIO_R" MB/s - - - - -
+row "grpc null sink (ecctl encode)" "$SINKRATE" MB/s - - - - -
+row "zfec 8+3 ($ZFEC_BACKEND)" "$ZFEC" MB/s - - - - -
+row "pyeclib 8+3 ($PYECLIB_BACKEND)" "$PYECLIB" MB/s - - - - -
+row "par2 create 37.5% ($PAR2_NOTE)" "$PAR2" MB/s - - - - -
+row "ecd encode" "$ENCODE" MB/s "fio write x 8/11" "$FIO_W_EC" ">=" 0.8
+row "ecd encode" "$ENCODE" MB/s "grpc null sink" "$SINKRATE" - -
+row "ecd encode" "$ENCODE" MB/s "zfec" "$ZFEC" ">=" 3
+row "ecd encode" "$ENCODE" MB/s "pyeclib" "$PYECLIB" ">=" 3
+row "ecd encode" "$ENCODE" MB/s "par2" "$PAR2" ">=" 100
+row "ecd read" "$READ" MB/s "fio read" "$FIO_R" ">=" 0.8
+row "ecd read, 3 devices failed" "$DEGRADED" MB/s "fio read" "$FIO_R" ">=" 0.6
+row "ecd recover, 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read" "$FIO_R" ">=" 0.6
+row "ecd read after recover" "$AFTER" MB/s "fio read" "$FIO_R" - -
+row "ecd peak RSS (VmHWM)" "$RSS_MB" MiB "memory limit" "$LIMIT_MB" "<" 1
+
+echo
+echo "ecd end to end, $(numfmt --to=iec "$SIZE") file, ${M}+${K} x 1 MiB, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "file system: $FS_TYPE ($FS_SOURCE); page cache dropped between phases: $DROP; load $LOAD_START -> $LOAD_END"
+echo
+printf '| %s | %s | %s | %s | %s |\n' row value reference ratio target
+printf '|---|---:|---|---:|---|\n'
+while IFS=$'\t' read -r name value unit ref_name ref ratio op target result; do
+  if [ "$ref" = "-" ]; then refcol="-"; else refcol="$ref_name ($ref)"; fi
+  if [ "$op" = "-" ]; then tcol="-"; else tcol="$op $target: $result"; fi
+  printf '| %s | %s %s | %s | %s | %s |\n' "$name" "$value" "$unit" "$refcol" "$ratio" "$tcol"
+done <"$ROWS"
+echo
+echo "fio write runs $FIO_W1, $FIO_W2 MB/s; fio read runs $FIO_R1, $FIO_R2 MB/s (reference: the mean)"
+echo "degraded read: $RECON_DEGRADED blocks reconstructed (devices ${FAILED3[*]} failed);" \
+  "recover: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in ${T_RECOVER} s (device $FAILED1 failed)"
+echo "every read matched the source (cksum $SRC_SUM); MB/s is 10^6 bytes/s of the file;" \
+  "peak RSS is against $(numfmt --to=iec "$MEMORY_LIMIT") (ecd has no memory-limit flag yet)"
+
+if [ -n "$JSON_OUT" ]; then
+  "$PY" - "$ROWS" "$JSON_OUT" <<PY
+import json, sys
+rows = []
+for line in open(sys.argv[1]):
+    name, value, unit, ref_name, ref, ratio, op, target, result = line.rstrip("\n").split("\t")
+    num = lambda s: None if s == "-" else float(s)
+    rows.append({"row": name, "value": float(value), "unit": unit,
+                 "reference": None if ref == "-" else ref_name, "reference_value": num(ref),
+                 "ratio": num(ratio), "target": None if op == "-" else "%s %s" % (op, target),
+                 "result": None if result == "-" else result})
+doc = {
+    "size_bytes": $SIZE, "data_blocks": $M, "parity_blocks": $K, "block_size": $BLOCK,
+    "devices": $DEVICES, "filesystem": "$FS_TYPE", "filesystem_source": "$FS_SOURCE",
+    "page_cache_dropped": "$DROP" == "yes", "quick": $QUICK == 1,
+    "load_start": "$LOAD_START", "load_end": "$LOAD_END",
+    "seconds": {"encode": $T_ENCODE, "null_sink_encode": $T_SINK, "read": $T_READ,
+                "degraded_read": $T_DEGRADED, "recover": $T_RECOVER, "read_after_recover": $T_AFTER,
+                "par2": $T_PAR2},
+    "fio_mbps": {"write": [$FIO_W1, $FIO_W2], "read": [$FIO_R1, $FIO_R2], "ioengine": "$FIO_ENGINE"},
+    "degraded_failed_devices": [int(x) for x in "${FAILED3[*]}".split()],
+    "degraded_reconstructed_blocks": $RECON_DEGRADED,
+    "recover_failed_device": $FAILED1, "recover_blocks_rebuilt": $BLOCKS_REBUILT,
+    "recover_bytes_rebuilt": $BYTES_REBUILT, "par2_bytes": $PAR2_BYTES,
+    "peak_rss_bytes": $RSS_KB * 1024, "memory_limit_bytes": $MEMORY_LIMIT,
+    "misses": $MISSES, "rows": rows,
+}
+json.dump(doc, open(sys.argv[2], "w"), indent=2)
+PY
+  echo "e2e: results written to $JSON_OUT"
+fi
+
+if [ "$MISSES" -gt 0 ]; then
+  if [ "$QUICK" -eq 1 ]; then
+    echo "e2e: $MISSES targets missed (quick mode: not a failure; the targets are for the full run)"
+  else
+    echo "e2e: $MISSES targets missed"
+    exit 4
+  fi
+fi
