@@ -9,6 +9,7 @@ PACKAGES=(
   libabsl-dev
   libisal-dev
   liburing-dev fio
+  python3-zfec python3-pyeclib par2
   libsqlite3-dev sqlite3
   libcli11-dev
   libcpp-httplib-dev
