@@ -369,7 +369,7 @@ read -r PYECLIB PYECLIB_BACKEND <<<"$R"
 # ---- par2: 3/8 redundancy (37.5%), 1 MiB blocks, on a 64 MiB slice if the whole file would take
 # more than a minute (or in --quick mode). Every par2 recovery block depends on every source
 # block, so its time grows with bytes x recovery blocks, i.e. with the square of the size at a
-# fixed block size (1 GiB measured 30 x slower per byte than 64 MiB): the whole file is run only
+# fixed block size (here 1 GiB ran at a quarter of the 64 MiB slice's MB/s): the whole file is run only
 # if the slice's time scaled by that square stays under a minute.
 
 # par2_run FILE: prints the seconds par2 takes to create the recovery files of FILE.
