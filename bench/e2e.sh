@@ -125,7 +125,9 @@ case "$FS_TYPE" in
 tmpfs | ramfs) echo "e2e: warning: $WORK is on $FS_TYPE (memory): use --dir on a real disk" >&2 ;;
 esac
 
-if [ "$(id -u)" -eq 0 ] && [ -w /proc/sys/vm/drop_caches ]; then DROP=yes; else DROP=no; fi
+# Dropping needs root, and a container may refuse it even then: try once.
+DROP=no
+if [ "$(id -u)" -eq 0 ] && sync && (echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then DROP=yes; fi
 drop_caches() {
   sync
   if [ "$DROP" = yes ]; then echo 3 >/proc/sys/vm/drop_caches; fi
@@ -139,8 +141,13 @@ mbps() { awk -v n="$1" -v s="$2" 'BEGIN { printf "%.1f", n / s / 1e6 }'; }
 
 echo "e2e: $(numfmt --to=iec "$SIZE") file, ${M}+${K}, $((BLOCK >> 20)) MiB blocks, $DEVICES devices"
 echo "e2e: work dir $WORK on $FS_TYPE ($FS_SOURCE mounted at $FS_TARGET)"
-echo "e2e: page cache dropped between phases: $DROP$([ "$DROP" = no ] && echo ' (not root: reads may come from memory)')"
-echo "e2e: cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$DROP" = yes ]; then
+  echo "e2e: page cache dropped between phases: yes"
+else
+  echo "e2e: page cache dropped between phases: no (not root, or refused: reads may come from memory)"
+fi
+CPU=$(lscpu | sed -n 's/^Model name: *//p' | head -1)
+echo "e2e: cpu: $CPU, $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- the source file
@@ -223,16 +230,17 @@ start_sink() {
   die "grpc_null_sink did not start within 10 s"
 }
 
-# timed_encode ADDR NAME: encodes the source file; prints the seconds; checks the size committed.
+# timed_encode ADDR NAME TAG: encodes the source file as NAME; prints the seconds; checks the
+# size committed (the response is kept in encode-TAG.json).
 timed_encode() {
-  local addr=$1 name=$2 t0 t1
+  local addr=$1 name=$2 out=$WORK/encode-$3.json t0 t1
   drop_caches
   t0=$(now_ns)
   "$ECTL" --addr "$addr" --quiet --json encode "$SRC" --name "$name" --data "$M" --parity "$K" \
-    --block-size 1M >"$WORK/encode-$name.json" || die "encode $name at $addr failed"
+    --block-size 1M >"$out" || die "encode $name at $addr failed"
   t1=$(now_ns)
-  [ "$(jget "$WORK/encode-$name.json" "d['object']['size']")" = "$SIZE" ] ||
-    die "encode $name committed a size other than $SIZE"
+  [ "$(jget "$out" "d['object']['size']")" = "$SIZE" ] ||
+    die "encode $name at $addr committed a size other than $SIZE"
   secs "$t0" "$t1"
 }
 
@@ -269,14 +277,14 @@ start_ecd
 # Encode and the null sink run twice each, alternating; the second object is deleted at once.
 start_sink
 echo "e2e: ecd encode (1/2)"
-T_ENCODE1=$(timed_encode "$ADDR" e2e)
+T_ENCODE1=$(timed_encode "$ADDR" e2e ecd1)
 echo "e2e: null sink encode (1/2)"
-T_SINK1=$(timed_encode "$SINK_ADDR" e2e)
+T_SINK1=$(timed_encode "$SINK_ADDR" e2e sink1)
 echo "e2e: ecd encode (2/2)"
-T_ENCODE2=$(timed_encode "$ADDR" e2e-2)
+T_ENCODE2=$(timed_encode "$ADDR" e2e-2 ecd2)
 ecctl rm e2e-2 >/dev/null
 echo "e2e: null sink encode (2/2)"
-T_SINK2=$(timed_encode "$SINK_ADDR" e2e)
+T_SINK2=$(timed_encode "$SINK_ADDR" e2e sink2)
 kill -TERM "$SINK_PID"
 wait "$SINK_PID" || die "grpc_null_sink did not stop cleanly"
 SINK_PID=""
@@ -388,8 +396,8 @@ done
 # ---- par2: 3/8 redundancy (37.5%), 1 MiB blocks, on a 64 MiB slice if the whole file would take
 # more than a minute (or in --quick mode). Every par2 recovery block depends on every source
 # block, so its time grows with bytes x recovery blocks, i.e. with the square of the size at a
-# fixed block size (here 1 GiB ran at a quarter of the 64 MiB slice's MB/s): the whole file is run only
-# if the slice's time scaled by that square stays under a minute.
+# fixed block size (here 1 GiB ran at a quarter of the 64 MiB slice's MB/s): the whole file is
+# run only if the slice's time scaled by that square stays under a minute.
 
 # par2_run FILE: prints the seconds par2 takes to create the recovery files of FILE.
 par2_run() {
@@ -458,7 +466,10 @@ ROWS=$WORK/rows.tsv
 # or <, and "-" for a row with no target.
 row() {
   local name=$1 value=$2 unit=$3 ref_name=$4 ref=$5 op=$6 target=$7 ratio result
-  if [ "$ref" = "-" ]; then ratio="-"; else ratio=$(awk -v v="$value" -v r="$ref" 'BEGIN { printf "%.3f", v / r }'); fi
+  ratio="-"
+  if [ "$ref" != "-" ]; then
+    ratio=$(awk -v v="$value" -v r="$ref" 'BEGIN { printf "%.3f", v / r }')
+  fi
   if [ "$op" = "-" ]; then
     result="-"
   elif awk -v x="$ratio" -v t="$target" -v op="$op" 'BEGIN { exit !((op == ">=") ? x >= t : x < t) }'; then
@@ -489,7 +500,8 @@ row "ecd peak RSS (VmHWM)" "$RSS_MB" MiB "memory limit" "$LIMIT_MB" "<" 1
 
 echo
 echo "ecd end to end, $(numfmt --to=iec "$SIZE") file, ${M}+${K} x 1 MiB, $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "file system: $FS_TYPE ($FS_SOURCE); page cache dropped between phases: $DROP; load $LOAD_START -> $LOAD_END"
+echo "$CPU, $(nproc) cores; file system: $FS_TYPE ($FS_SOURCE); page cache dropped between" \
+  "phases: $DROP; load $LOAD_START -> $LOAD_END"
 echo
 printf '| %s | %s | %s | %s | %s |\n' row value reference ratio target
 printf '|---|---:|---|---:|---|\n'
@@ -503,9 +515,10 @@ echo "passes (MB/s; each row is their mean): fio write $FIO_W1, $FIO_W2; fio rea
   "encode $ENCODE1, $ENCODE2; null sink $SINK1, $SINK2; read $READ1, $READ2;" \
   "degraded $DEGRADED1, $DEGRADED2; zfec ${ZFECS[*]}; pyeclib ${PYECLIBS[*]}"
 echo "degraded read: $RECON_DEGRADED blocks reconstructed (devices ${FAILED3[*]} failed);" \
-  "recover: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in ${T_RECOVER} s (device $FAILED1 failed)"
+  "recover: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in" \
+  "${T_RECOVER} s (device $FAILED1 failed)"
 echo "every read matched the source (cksum $SRC_SUM); MB/s is 10^6 bytes/s of the file;" \
-  "peak RSS is against $(numfmt --to=iec "$MEMORY_LIMIT") (ecd has no memory-limit flag yet)"
+  "peak RSS is against $(numfmt --to=iec "$MEMORY_LIMIT") (--memory-limit; ecd has no such flag yet)"
 
 if [ -n "$JSON_OUT" ]; then
   "$PY" - "$ROWS" "$JSON_OUT" <<PY
@@ -521,11 +534,13 @@ for line in open(sys.argv[1]):
 doc = {
     "size_bytes": $SIZE, "data_blocks": $M, "parity_blocks": $K, "block_size": $BLOCK,
     "devices": $DEVICES, "filesystem": "$FS_TYPE", "filesystem_source": "$FS_SOURCE",
+    "cpu": "$CPU", "cores": $(nproc),
     "page_cache_dropped": "$DROP" == "yes", "quick": $QUICK == 1,
     "load_start": "$LOAD_START", "load_end": "$LOAD_END",
     "seconds": {"encode": [$T_ENCODE1, $T_ENCODE2], "null_sink_encode": [$T_SINK1, $T_SINK2],
                 "read": [${T_READS[0]}, ${T_READS[1]}],
-                "degraded_read": [${T_DEGRADEDS[0]}, ${T_DEGRADEDS[1]}], "recover": $T_RECOVER, "read_after_recover": $T_AFTER,
+                "degraded_read": [${T_DEGRADEDS[0]}, ${T_DEGRADEDS[1]}], "recover": $T_RECOVER,
+                "read_after_recover": $T_AFTER,
                 "par2": $T_PAR2},
     "peer_mbps": {"zfec": [${ZFECS[0]}, ${ZFECS[1]}], "pyeclib": [${PYECLIBS[0]}, ${PYECLIBS[1]}]},
     "fio_mbps": {"write": [$FIO_W1, $FIO_W2], "read": [$FIO_R1, $FIO_R2], "ioengine": "$FIO_ENGINE"},
