@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ecd/v1/ecd.grpc.pb.h"
+#include "lib/util/malloc_policy.h"
 
 namespace {
 
@@ -99,6 +100,7 @@ class NullObjects final : public v1::Objects::Service {
 };
 
 int Main(int argc, char** argv) {
+  ecd::ApplyMallocPolicy();  // Receive as ecd does, or the ceiling would be too low.
   std::string listen = "127.0.0.1:0";
   std::string port_file;
   CLI::App app{"grpc_null_sink: ecd.v1 Objects.Encode that counts and discards the bytes"};

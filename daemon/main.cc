@@ -4,7 +4,6 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
-#include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,6 +40,7 @@
 #include "lib/store/scrubber.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
+#include "lib/util/malloc_policy.h"
 #include "lib/util/size.h"
 
 namespace {
@@ -48,18 +48,6 @@ namespace {
 // What --memory-limit keeps back for everything but the store's buffers: gRPC's message and
 // stream buffers, the catalog's page cache, thread stacks and code (docs/limits.md).
 constexpr uint64_t kFixedMemory = 96ull << 20;
-
-// glibc malloc for a process whose MiB-sized buffers (gRPC messages) come and go per request:
-// a fixed mmap threshold, so that the dynamic one cannot climb to 32 MiB and park large
-// buffers in arenas; a trim threshold that keeps free() from handing pages back with madvise
-// after every message (each a TLB shootdown on every core, which showed as the top cost of an
-// encode); and few arenas, so that what they keep stays bounded. Stripe buffers do not come
-// from malloc (the store maps them itself).
-void TuneMalloc() {
-  mallopt(M_ARENA_MAX, 4);
-  mallopt(M_MMAP_THRESHOLD, 4 << 20);
-  mallopt(M_TRIM_THRESHOLD, 16 << 20);
-}
 
 struct Flags {
   std::string data_dir = "./var/ecd";
@@ -113,7 +101,7 @@ int Fail(const std::string& message) {
 }
 
 int Main(int argc, char** argv) {
-  TuneMalloc();
+  ecd::ApplyMallocPolicy();
   Flags f;
   CLI::App app{"ecd: erasure-coding storage daemon"};
   app.set_config("--config", "", "Read options from an INI/TOML file (key = value, flag names)");
@@ -471,6 +459,10 @@ int Main(int argc, char** argv) {
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  // Each call's receive window is a fixed 8 MiB (no BDP growth): enough to keep a loopback or
+  // LAN stream busy, and it bounds the bytes gRPC buffers per stream (docs/limits.md).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
   builder.RegisterService(&objects);
   builder.RegisterService(&devices);
   builder.RegisterService(&rebuild_service);
