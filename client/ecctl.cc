@@ -37,6 +37,7 @@
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/cxl/event_record.h"
 #include "lib/cxl/mailbox.h"
+#include "lib/util/malloc_policy.h"
 #include "lib/util/size.h"
 
 namespace {
@@ -170,6 +171,10 @@ class Client {
   explicit Client(const Globals& g) : g_(g) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(64 << 20);
+    // A fixed 8 MiB receive window per call, as ecd's (no BDP growth): reads stream at full
+    // speed and gRPC buffers at most that much per call.
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
     std::shared_ptr<grpc::ChannelCredentials> credentials = ChannelCredentials(g, args);
     token_ = ResolveToken(g);
     channel_ = grpc::CreateCustomChannel(g.addr, credentials, args);
@@ -1733,6 +1738,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ecd::ApplyMallocPolicy();  // A read receives MiB-sized messages as ecd does (its sys time /4).
   try {
     return Main(argc, argv);
   } catch (const std::exception& e) {  // Nothing else may escape: one line, non-zero exit.
