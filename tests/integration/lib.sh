@@ -3,6 +3,10 @@
 # Usage: source lib.sh after setting ECD and ECTL to the binaries.
 
 WORK=$(mktemp -d /tmp/ecd-it.XXXXXX)
+# ThreadSanitizer (scripts/test.sh --tsan): every process the test starts (ecd, ecctl, helpers)
+# writes its report to $WORK/tsan.<pid>, not to a stderr that the test may discard (ecctl ...
+# 2>/dev/null), and cleanup fails the test if any report exists. Harmless in other builds.
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$WORK/tsan"
 ECD_PID=""
 ADDR=""
 METRICS=""
@@ -12,6 +16,14 @@ METRICS=""
 cleanup() {
   local rc=$?
   if [ -n "$ECD_PID" ] && kill -0 "$ECD_PID" 2>/dev/null; then kill -9 "$ECD_PID" 2>/dev/null || true; fi
+  local report tsan_failed=0
+  for report in "$WORK"/tsan.*; do
+    [ -e "$report" ] || continue
+    echo "FAIL: ThreadSanitizer report in $(basename "$report"):" >&2
+    cat "$report" >&2
+    tsan_failed=1
+    [ "$rc" -ne 0 ] || rc=1
+  done
   if [ "$rc" -ne 0 ]; then
     local kept
     kept=$(mktemp -d /tmp/ecd-failed.XXXXXX)
@@ -19,6 +31,7 @@ cleanup() {
     echo "test failed (exit $rc): logs and small files kept in $kept" >&2
   fi
   rm -rf "$WORK"
+  if [ "$tsan_failed" -ne 0 ]; then exit "$rc"; fi
 }
 trap cleanup EXIT
 
