@@ -410,6 +410,7 @@ class Destination {
     struct stat st {};
     if (::stat(out.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
       direct_ = true;
+      block_device_ = S_ISBLK(st.st_mode);
       fd_ = ::open(out.c_str(), O_WRONLY | O_CLOEXEC);
       if (fd_ < 0) {
         throw Failure{kExitLocalFile,
@@ -454,7 +455,9 @@ class Destination {
     if (to_stdout()) return;
     if (direct_) {
       committed_ = true;
-      if (::close(fd_) != 0) {
+      // A block device holds the bytes like a file does; FIFOs and character devices have
+      // nothing to sync (fsync would fail with EINVAL).
+      if ((block_device_ && ::fsync(fd_) != 0) || ::close(fd_) != 0) {
         throw Failure{kExitLocalFile, absl::StrCat("write ", out_, ": ", std::strerror(errno))};
       }
       return;
@@ -496,6 +499,7 @@ class Destination {
   int fd_ = STDOUT_FILENO;
   bool committed_ = false;
   bool direct_ = false;  // `out` is not a regular file: written in place.
+  bool block_device_ = false;
 };
 
 // Writes a stream of ReadResponse for `range` into `out` ("-": stdout), showing the bytes on

@@ -30,12 +30,7 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes) 
     reserved_ += bytes;
     return Reservation(this, bytes);
   }
-  if (bytes > limit) {
-    ++refusals_;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the request needs ", bytes, " bytes of stripe buffers but the memory limit leaves ", limit,
-        " for all requests; use a smaller block size or raise --memory-limit"));
-  }
+  if (absl::Status s = CheckFitsLocked(bytes); !s.ok()) return s;
   // Nobody queued and room now: no wait. Otherwise join the queue behind earlier waiters, so
   // that a large request is not starved by a stream of small ones.
   if (waiting_ == 0 && reserved_ + bytes <= limit) {
@@ -80,6 +75,20 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes) 
       absl::StrCat("waited ", absl::FormatDuration(options_.max_wait), " for ", bytes,
                    " bytes of stripe memory (limit ", limit,
                    " bytes, all reserved by other requests); retry later or raise --memory-limit"));
+}
+
+absl::Status MemoryBudget::CheckFits(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  return CheckFitsLocked(bytes);
+}
+
+absl::Status MemoryBudget::CheckFitsLocked(uint64_t bytes) {
+  const uint64_t limit = options_.limit_bytes;
+  if (limit == 0 || bytes <= limit) return absl::OkStatus();
+  ++refusals_;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the request needs ", bytes, " bytes of stripe buffers but the memory limit leaves ", limit,
+      " for all requests; use a smaller block size or raise --memory-limit"));
 }
 
 size_t MemoryBudget::Fit(uint64_t unit, size_t wanted) const {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
@@ -55,6 +56,10 @@ class MemoryBudget {
   // already waiting, and after max_wait of waiting; the message names the limit and what to do.
   absl::StatusOr<Reservation> Reserve(uint64_t bytes);
 
+  // ResourceExhausted (counted as a refusal) when `bytes` exceed the whole limit, so that no
+  // reservation of them could ever succeed; OK otherwise. Reserve checks this first.
+  absl::Status CheckFits(uint64_t bytes);
+
   // How many of `unit`-byte buffers, between 1 and `wanted`, a request should ask for so that
   // its reservation fits the limit at all (a wide stripe gets a shallower pipeline).
   size_t Fit(uint64_t unit, size_t wanted) const;
@@ -68,6 +73,7 @@ class MemoryBudget {
 
  private:
   void Give(uint64_t bytes);
+  absl::Status CheckFitsLocked(uint64_t bytes);  // REQUIRES: mu_ held.
   // Passes the turn over tickets that gave up waiting. REQUIRES: mu_ held.
   void AdvanceLocked();
 

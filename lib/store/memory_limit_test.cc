@@ -127,6 +127,26 @@ TEST_F(MemoryLimitTest, AStripeThatCanNeverFitIsRefusedAndNothingIsStored) {
   EXPECT_TRUE(Put("narrow", RandomBytes(1000, 6)).ok());  // The store still serves.
 }
 
+TEST_F(MemoryLimitTest, AnObjectThatCouldNotBeUpdatedOrRepairedIsNotStored) {
+  // One 6+2 x 8 KiB stripe (64 KiB) fits the 120 KiB budget, but an update needs two stripes
+  // and a recover two stripes and K blocks (144 KiB): refused before anything is stored.
+  const uint64_t before = TotalFree();
+  absl::StatusOr<ObjectRecord> r = Put("fragile", RandomBytes(100000, 7), 6, 2, 8192);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(r.status().message().find("--memory-limit"), std::string::npos) << r.status();
+  EXPECT_EQ(TotalFree(), before);
+  EXPECT_EQ(store_->memory_budget().refusals(), 1u);
+  // A 5+2 x 4 KiB object (64 KiB to repair) is stored and recovered with parity verified.
+  const std::vector<uint8_t> data = RandomBytes(100000, 8);
+  ASSERT_TRUE(Put("sturdy", data, 5, 2, 4096).ok());
+  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
+  RecoverOptions verify;
+  verify.verify_parity = true;
+  absl::StatusOr<RecoverProgress> p = store_->Recover("sturdy", {}, verify);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(*Get("sturdy"), data);
+}
+
 TEST_F(MemoryLimitTest, ALimitBelowTheDevicePoolsIsRefusedAtOpen) {
   store_.reset();
   StoreOptions o;
@@ -134,10 +154,13 @@ TEST_F(MemoryLimitTest, ALimitBelowTheDevicePoolsIsRefusedAtOpen) {
   o.device_count = 8;
   o.device_size = 16 << 20;
   o.default_block_size = 4096;
-  o.memory_limit = kPools;  // No room for even one stripe.
+  o.memory_limit = kPools + kStripe;  // One default stripe, but no room to update or repair.
   absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(o);
   ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << s.status();
   EXPECT_NE(s.status().message().find("--memory-limit"), std::string::npos) << s.status();
+  o.memory_limit = kPools + 14 * 4096;  // Two 4+2 stripes and two blocks: enough.
+  s = Store::Open(o);
+  EXPECT_TRUE(s.ok()) << s.status();
 }
 
 }  // namespace

@@ -41,6 +41,13 @@ absl::Status LookupError(absl::Status status, absl::string_view name, size_t max
   return rule.ok() ? status : rule;
 }
 
+// The stripe memory the most demanding single request on an object of M+K blocks of `stride`
+// bytes needs at least: an update's two stripes, or a recover's two stripes plus the K blocks
+// it verifies parity with. An object must never be stored if it could not be repaired.
+uint64_t LeastStripeMemory(uint64_t m, uint64_t k, uint64_t stride) {
+  return (2 * (m + k) + k) * stride;
+}
+
 // Page-aligned, zeroed memory straight from the kernel, given back with munmap when freed, so
 // that stripe buffers never linger in malloc's arenas: the resident size follows the budget.
 // Populated at once: one call instead of a page fault per 4 KiB as the buffer is first filled.
@@ -312,13 +319,15 @@ absl::Status Store::Init() {
   if (options_.memory_limit > 0) {
     const uint64_t pools = devices_.size() * options_.nvme.host_memory_bytes;
     const uint64_t stride = LbasPerBlock(options_.default_block_size) * options_.lba_size;
-    const uint64_t stripe =
-        (options_.default_data_blocks + options_.default_parity_blocks) * stride;
-    if (options_.memory_limit < pools + stripe) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the memory limit of ", options_.memory_limit, " bytes does not hold the DMA pools of ",
-          devices_.size(), " devices (", pools, " bytes) and one default stripe (", stripe,
-          " bytes); raise --memory-limit, or lower --nvme-host-memory or --block-size"));
+    const uint64_t least =
+        LeastStripeMemory(options_.default_data_blocks, options_.default_parity_blocks, stride);
+    if (options_.memory_limit < pools + least) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the memory limit of ", options_.memory_limit,
+                       " bytes does not hold the DMA pools of ", devices_.size(), " devices (",
+                       pools, " bytes) and what one request on a default stripe needs (", least,
+                       " bytes: two stripes and K blocks); raise --memory-limit, or lower "
+                       "--nvme-host-memory or --block-size"));
     }
     budget.limit_bytes = options_.memory_limit - pools;
   }
@@ -420,6 +429,8 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
         "a stripe of ", m + k, " x ", object.block_size, " bytes exceeds the stripe memory limit (",
         options_.max_stripe_bytes, " bytes); use a smaller --block-size"));
   }
+  // Never store an object that could not be updated or repaired within the memory limit.
+  if (absl::Status s = budget_->CheckFits(LeastStripeMemory(m, k, stride)); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
   if (!codec.ok()) return codec.status();
 
@@ -1455,6 +1466,11 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         }
         FreeExtents(superseded);
       }
+      // Never wait for the object's lock (the next batch) while holding stripe memory: a
+      // request holding that lock may be waiting for the memory.
+      buffers.buffers.clear();
+      buffers.reservation.Release();
+      stripe_buffers[0] = stripe_buffers[1] = parity = nullptr;
     }
     if (progress) progress(p);
     if (options.cancelled && options.cancelled()) {

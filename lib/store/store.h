@@ -287,9 +287,9 @@ class Store {
   // The writes of one stripe's blocks, in flight together. Finish waits for them and returns
   // the first error; the destructor waits too (the buffer must outlive the writes).
   struct StripeWrite {
-    IoBatch io;
     std::vector<absl::Status> status;                 // per block
     std::vector<std::shared_ptr<Namespace>> devices;  // held until the writes complete
+    IoBatch io;                                       // last: destroyed (waited for) first
     absl::Status Finish();
   };
   // Places the M+K blocks of one encoded stripe on distinct devices, appends their records
