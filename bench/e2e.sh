@@ -17,8 +17,7 @@
 #                   ecd's devices share it
 #   --ecd/--ecctl/--null-sink  binaries to use; without them, the targets are built in
 #                   $BUILD_DIR (default build/) after scripts/install-deps.sh
-#   --memory-limit  what ecd's peak RSS is checked against (default 512M; ecd has no memory
-#                   limit flag of its own yet, pass one with --ecd-arg when it does)
+#   --memory-limit  ecd's --memory-limit, which its peak RSS is checked against (default 512M)
 #   --ecd-arg ARG   an extra flag for ecd (repeatable)
 #   --keep          keep the work directory
 # Exit: 0 done (and, without --quick, every target met); 1 a check failed (bytes, an ecctl
@@ -193,7 +192,8 @@ DEVICE_MB=$(((SIZE * 11 * 2 / 8 / DEVICES >> 20) + 64))
 start_ecd() {
   "$ECD" --data-dir "$WORK/ecd" --devices "$DEVICES" --device-size "${DEVICE_MB}M" \
     --listen 127.0.0.1:0 --port-file "$WORK/ecd.port" --unix-socket none --metrics-listen "" \
-    --scrub-interval-hours 0 --log-level warn "${ECD_ARGS[@]}" >>"$WORK/ecd.log" 2>&1 &
+    --scrub-interval-hours 0 --log-level warn --memory-limit "$MEMORY_LIMIT_TEXT" \
+    "${ECD_ARGS[@]}" >>"$WORK/ecd.log" 2>&1 &
   ECD_PID=$!
   for _ in $(seq 1 200); do
     if [ -s "$WORK/ecd.port" ]; then
@@ -518,7 +518,7 @@ echo "degraded read: $RECON_DEGRADED blocks reconstructed (devices ${FAILED3[*]}
   "recover: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in" \
   "${T_RECOVER} s (device $FAILED1 failed)"
 echo "every read matched the source (cksum $SRC_SUM); MB/s is 10^6 bytes/s of the file;" \
-  "peak RSS is against $(numfmt --to=iec "$MEMORY_LIMIT") (--memory-limit; ecd has no such flag yet)"
+  "peak RSS is against $(numfmt --to=iec "$MEMORY_LIMIT") (ecd --memory-limit)"
 
 if [ -n "$JSON_OUT" ]; then
   "$PY" - "$ROWS" "$JSON_OUT" <<PY
