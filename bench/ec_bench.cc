@@ -23,11 +23,13 @@
 #include <tuple>
 #include <vector>
 
+#include "lib/ec/completion.h"
 #include "lib/ec/engine.h"
 
 namespace {
 
 using ecd::ec::Codec;
+using ecd::ec::Completion;
 using ecd::ec::Engine;
 using ecd::ec::EngineOptions;
 using ecd::ec::MatrixType;
@@ -40,19 +42,13 @@ constexpr int kBatch = 16;
 // With `help`, the submitter first runs queued tasks itself (Engine::Progress).
 template <typename MakeTask>
 void RunBatch(Engine& engine, MakeTask make, bool help = false) {
-  std::promise<void> all_done;
-  std::atomic<int> left{kBatch};
+  Completion done(kBatch);
   for (int s = 0; s < kBatch; ++s) {
-    engine.Submit(
-        make(s),
-        [&](absl::Status st) {
-          benchmark::DoNotOptimize(st);
-          if (left.fetch_sub(1) == 1) all_done.set_value();
-        },
-        s + 1 == kBatch ? SubmitFlag::kFlush : SubmitFlag::kNone);
+    engine.Submit(make(s), done.Callback(),
+                  s + 1 == kBatch ? SubmitFlag::kFlush : SubmitFlag::kNone);
   }
   if (help) engine.Progress();
-  all_done.get_future().wait();
+  benchmark::DoNotOptimize(done.Wait());
 }
 
 // kBatch stripes of M+K blocks each, data random and parity encoded, in one arena of 4 KiB-
@@ -239,33 +235,23 @@ void BM_CreateRawIsal2Threads(benchmark::State& state) {
 // previous run only once the other half is queued, so worker wake-ups overlap with work and no
 // buffer is touched while in flight. With `help`, the submitter runs queued tasks while it waits.
 constexpr int kHalf = kBatch / 2;
-struct Half {
-  std::promise<void> done;
-  std::atomic<int> left{kHalf};
-};
 
 template <typename MakeTask>
 void KeepBusy(benchmark::State& state, Engine& engine, MakeTask make, bool help) {
-  std::future<void> running[2];
+  std::unique_ptr<Completion> running[2];
   for (auto _ : state) {
     for (int h = 0; h < 2; ++h) {
-      if (running[h].valid()) running[h].wait();
-      auto half = std::make_shared<Half>();
-      running[h] = half->done.get_future();
+      if (running[h] != nullptr) benchmark::DoNotOptimize(running[h]->Wait());
+      running[h] = std::make_unique<Completion>(kHalf);
       for (int s = h * kHalf; s < (h + 1) * kHalf; ++s) {
-        engine.Submit(
-            make(s),
-            [half](absl::Status status) {
-              benchmark::DoNotOptimize(status);
-              if (half->left.fetch_sub(1) == 1) half->done.set_value();
-            },
-            s + 1 == (h + 1) * kHalf ? SubmitFlag::kFlush : SubmitFlag::kNone);
+        engine.Submit(make(s), running[h]->Callback(),
+                      s + 1 == (h + 1) * kHalf ? SubmitFlag::kFlush : SubmitFlag::kNone);
       }
       if (help) engine.Progress();
     }
   }
-  for (std::future<void>& r : running) {
-    if (r.valid()) r.wait();
+  for (auto& r : running) {
+    if (r != nullptr) benchmark::DoNotOptimize(r->Wait());
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/ec/block_checks.h"
+#include "lib/ec/poll.h"
 
 namespace ecd::ec {
 namespace {
@@ -122,7 +123,9 @@ absl::Status RunTask(const Task& task) {
 Engine::Engine(EngineOptions options)
     : check_buffers_(options.check_buffers),
       workers_(std::clamp(options.workers, 1, 256)),
-      on_task_done_(std::move(options.on_task_done)) {
+      on_task_done_(std::move(options.on_task_done)),
+      poll_(std::clamp(options.poll, std::chrono::microseconds(0),
+                       std::chrono::microseconds(10000))) {
   threads_.reserve(workers_);
   for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { Work(); });
 }
@@ -134,6 +137,7 @@ Engine::~Engine() {
     held.swap(held_);
     std::lock_guard lock(mu_);
     stopping_ = true;
+    flushes_.fetch_add(1, std::memory_order_release);  // Ends polls at once.
   }
   ready_.notify_all();
   for (std::thread& t : threads_) t.join();
@@ -178,9 +182,10 @@ void Engine::FlushHeld() {
       for (Pending& h : held_) queue_.push_back(std::move(h));
       held_.clear();
     }
+    flushes_.fetch_add(1, std::memory_order_release);
     wake = idle_ > 0;
   }
-  // A running worker comes back for the queue before it sleeps: no wake-up needed.
+  // A running or polling worker comes back for the queue before it sleeps: no wake-up needed.
   if (wake) ready_.notify_all();
 }
 
@@ -189,7 +194,19 @@ void Engine::Work() {
   for (;;) {
     {
       std::unique_lock lock(mu_);
+      bool polled = false;
       while (!stopping_ && head_ == queue_.size()) {
+        if (!polled && poll_.count() > 0) {
+          // Watch for the next flush a while before sleeping, off the lock: a submitter that
+          // comes back within the window costs no futex wake-up on either side.
+          polled = true;
+          const uint64_t seen = flushes_.load(std::memory_order_acquire);
+          lock.unlock();
+          internal::PollFor(poll_,
+                            [&] { return flushes_.load(std::memory_order_acquire) != seen; });
+          lock.lock();
+          continue;
+        }
         ++idle_;
         ready_.wait(lock);
         --idle_;

@@ -21,12 +21,15 @@
 // Run() runs one task on the caller (no hand-off, for a caller that would only wait for it) and
 // Progress() lets a caller that waits for a batch run queued tasks meanwhile (as a DOCA progress
 // engine is driven by its caller). A thread hand-off costs two wake-ups (tens of microseconds
-// on a VM), which is a third of a 16-stripe 4+2 batch of 64 KiB blocks.
+// on a VM), which is a third of a 16-stripe 4+2 batch of 64 KiB blocks, unless both sides poll:
+// workers watch for the next flush for EngineOptions::poll before they sleep, and a submitter
+// that waits with Completion (completion.h) watches its batch's countdown before it sleeps.
 // Thread safety: every method may be called from any thread. Completion callbacks run on the
 // thread that ran the task (a worker, or a caller inside Progress) and must not block for long.
 #ifndef ECD_LIB_EC_ENGINE_H_
 #define ECD_LIB_EC_ENGINE_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -108,6 +111,12 @@ struct EngineOptions {
   // the time from Submit to the end of its run (queueing included). May be empty; must be
   // cheap and thread-safe (metrics).
   std::function<void(TaskKind kind, std::chrono::nanoseconds latency)> on_task_done = nullptr;
+  // How long a worker that ran out of tasks watches for the next flush before it sleeps
+  // (0..10 ms; 0: sleeps at once). A flush within that window reaches a polling worker with no
+  // futex wake-up; the price is up to that much CPU each time the engine goes idle. Pair it with
+  // Completion::Wait's poll on the submitter's side: batches that follow each other closely then
+  // pay no thread hand-off at all.
+  std::chrono::microseconds poll{100};
 };
 
 class Engine {
@@ -158,6 +167,8 @@ class Engine {
   const bool check_buffers_;
   const int workers_;
   const std::function<void(TaskKind, std::chrono::nanoseconds)> on_task_done_;
+  const std::chrono::microseconds poll_;
+  std::atomic<uint64_t> flushes_{0};  // Bumped (under mu_) by every flush that queues tasks.
   // held_ has its own lock so that held (kNone) submits never contend with the workers.
   std::mutex held_mu_;
   std::vector<Pending> held_;  // Submitted with kNone, not yet flushed.

@@ -1,0 +1,27 @@
+// Internal: the bounded busy-wait that engine workers and Completion use before they sleep.
+#ifndef ECD_LIB_EC_POLL_H_
+#define ECD_LIB_EC_POLL_H_
+
+#include <chrono>
+#include <thread>
+
+namespace ecd::ec::internal {
+
+// Calls `done()` until it returns true or `window` has passed, and returns its last value.
+// Between calls it yields the CPU (sched_yield): when there are more pollers and workers than
+// cores, the thread that would make `done()` true gets to run instead of waiting for a spinner's
+// time slice to end. Reads the clock once every 16 calls only.
+template <typename Done>
+bool PollFor(std::chrono::microseconds window, Done done) {
+  if (window.count() <= 0) return done();
+  const auto until = std::chrono::steady_clock::now() + window;
+  for (int spins = 0;; ++spins) {
+    if (done()) return true;
+    std::this_thread::yield();
+    if ((spins & 15) == 15 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+}  // namespace ecd::ec::internal
+
+#endif  // ECD_LIB_EC_POLL_H_
