@@ -434,9 +434,11 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
   if (!codec.ok()) return codec.status();
 
-  // Stripes pipeline: while stripe n is being filled from the source, up to one stripe per EC
-  // worker is being encoded and kWritesInFlight encoded ones are on their way to the devices, so
-  // memory is (workers + 1 + kWritesInFlight) stripes whatever the object's size.
+  // Stripes pipeline: while stripe n is being filled from the source on this (the caller's)
+  // thread, the stripes before it are encoded and written: the EC worker that encodes a stripe
+  // also computes its blocks' CRC32C and stages them for the devices (StartBlockWrites), so this
+  // thread only copies the source's bytes in. Memory is (workers + 1 + kWritesInFlight) stripes
+  // whatever the object's size.
   const size_t depth = budget_->Fit(static_cast<uint64_t>(m + k) * stride,
                                     static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight);
   absl::StatusOr<StripeSet> buffers =
@@ -447,25 +449,27 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   if (!id.ok()) return id.status();
   object.id = *id;
 
-  struct Encoding {
-    StripeBuffer* buffer;
-    uint64_t stripe;
-    std::future<absl::Status> encoded;
+  // One stripe between its submit and the end of its writes. `blocks` are placed (extents
+  // allocated) before the submit; the encode's callback fills their CRCs and starts the writes,
+  // then sets `started`; this thread touches blocks and write only after `started` is ready.
+  struct InFlight {
+    StripeBuffer* buffer = nullptr;
+    std::vector<BlockRecord> blocks;
+    StripeWrite write;
+    std::future<absl::Status> started;
   };
-  struct Writing {
-    StripeBuffer* buffer;
-    std::unique_ptr<StripeWrite> write;
-  };
-  std::deque<Encoding> encoding;
-  std::deque<Writing> writing;
+  std::deque<std::unique_ptr<InFlight>> in_flight;
   std::vector<StripeBuffer*> idle;
   for (auto& b : buffers->buffers) idle.push_back(b.get());
 
-  std::vector<BlockRecord> records;  // Allocated, not yet in the catalog.
+  std::vector<BlockRecord> records;  // Written, not yet in the catalog.
   std::vector<bool> touched(devices_.size(), false);
   auto fail = [&](absl::Status status) -> absl::Status {
-    for (Encoding& e : encoding) e.encoded.wait();  // The engine still uses those buffers.
-    for (Writing& w : writing) (void)w.write->Finish();
+    for (auto& f : in_flight) {
+      f->started.wait();  // The engine still uses the buffer, then the writes do.
+      (void)f->write.Finish();
+      FreeExtents(f->blocks);
+    }
     std::vector<BlockRecord> stored;
     (void)catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) { stored.push_back(b); });
     absl::Status deleted = catalog_->DeleteObject(object.id);
@@ -473,30 +477,19 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     FreeExtents(records);
     return status;
   };
-  // Waits for the oldest stripe's writes; its buffer is free again.
-  auto finish_oldest_write = [&]() -> absl::Status {
-    Writing w = std::move(writing.front());
-    writing.pop_front();
-    absl::Status s = w.write->Finish();
-    idle.push_back(w.buffer);
+  // Waits for the oldest stripe's parity and writes; its buffer is free again.
+  auto finish_oldest = [&]() -> absl::Status {
+    std::unique_ptr<InFlight> f = std::move(in_flight.front());
+    in_flight.pop_front();
+    engine_->Progress();  // Run queued stripes here rather than sleep until a worker has.
+    absl::Status s = f->started.get();
+    absl::Status written = f->write.Finish();
+    if (s.ok()) s = written;
+    idle.push_back(f->buffer);
+    records.insert(records.end(), f->blocks.begin(), f->blocks.end());  // fail() frees them.
     if (s.ok() && records.size() >= kStripeBatch * static_cast<size_t>(m + k)) {
       s = catalog_->AddBlocks(object.id, records);
       if (s.ok()) records.clear();  // Else fail() frees them: the insert was rolled back.
-    }
-    return s;
-  };
-  // Waits for the oldest stripe's parity and starts writing its blocks.
-  auto write_oldest = [&]() -> absl::Status {
-    if (writing.size() >= kWritesInFlight) {
-      if (absl::Status s = finish_oldest_write(); !s.ok()) return s;
-    }
-    Encoding e = std::move(encoding.front());
-    encoding.pop_front();
-    engine_->Progress();  // Run queued stripes here rather than sleep until a worker has.
-    absl::Status s = e.encoded.get();
-    writing.push_back(Writing{e.buffer, std::make_unique<StripeWrite>()});
-    if (s.ok()) {
-      s = StartWriteStripe(object, e.stripe, *e.buffer, records, touched, *writing.back().write);
     }
     return s;
   };
@@ -505,17 +498,8 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   uint64_t stripe = 0;
   bool eof = false;
   while (!eof) {
-    // Encoded stripes go to the devices as soon as they are ready.
-    while (!encoding.empty() && encoding.front().encoded.wait_for(std::chrono::seconds(0)) ==
-                                    std::future_status::ready) {
-      if (absl::Status s = write_oldest(); !s.ok()) return fail(s);
-    }
     if (idle.empty()) {
-      absl::Status s = writing.empty() || (!encoding.empty() && writing.size() < kWritesInFlight)
-                           ? write_oldest()
-                           : finish_oldest_write();
-      if (!s.ok()) return fail(s);
-      if (idle.empty()) continue;
+      if (absl::Status s = finish_oldest(); !s.ok()) return fail(s);
     }
     StripeBuffer& buffer = *idle.back();
     uint64_t filled = 0;
@@ -539,19 +523,32 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
          ++i) {
       std::memset(buffer.block(i).data(), 0, object.block_size);  // Padding of the last stripe.
     }
+    auto f = std::make_unique<InFlight>();
+    f->buffer = &buffer;
+    if (absl::Status s = PlaceStripe(object, stripe, f->blocks); !s.ok()) return fail(s);
+    if (absl::Status s = PrepareWrites(f->blocks, touched, f->write); !s.ok()) {
+      FreeExtents(f->blocks);
+      return fail(s);
+    }
     idle.pop_back();
     ec::CreateTask task{*codec, {}, {}};
     for (int i = 0; i < m; ++i) task.data.push_back(buffer.block(i));
     for (int j = 0; j < k; ++j) task.parity.push_back(buffer.block(m + j));
-    encoding.push_back(Encoding{&buffer, stripe, engine_->Submit(std::move(task))});
+    // The callback owns the promise: this thread may drop `f` as soon as `started` is ready.
+    auto started = std::make_shared<std::promise<absl::Status>>();
+    f->started = started->get_future();
+    InFlight* raw = f.get();
+    in_flight.push_back(std::move(f));
+    // On the thread that ran the encode: the CRCs and the writes of its blocks, then `started`.
+    engine_->Submit(std::move(task), [this, raw, started](absl::Status s) {
+      if (s.ok()) StartBlockWrites(*raw->buffer, absl::MakeSpan(raw->blocks), raw->write);
+      started->set_value(std::move(s));
+    });
     size += filled;
     ++stripe;
   }
-  while (!encoding.empty()) {
-    if (absl::Status s = write_oldest(); !s.ok()) return fail(s);
-  }
-  while (!writing.empty()) {
-    if (absl::Status s = finish_oldest_write(); !s.ok()) return fail(s);
+  while (!in_flight.empty()) {
+    if (absl::Status s = finish_oldest(); !s.ok()) return fail(s);
   }
   // Data first, then the catalog: the commit below is the moment the object exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return fail(s);
@@ -885,9 +882,8 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   return result;
 }
 
-absl::Status Store::StartWriteStripe(const ObjectRecord& object, uint64_t stripe,
-                                     StripeBuffer& buffer, std::vector<BlockRecord>& records,
-                                     std::vector<bool>& touched, StripeWrite& write) {
+absl::Status Store::PlaceStripe(const ObjectRecord& object, uint64_t stripe,
+                                std::vector<BlockRecord>& records) {
   const int width = static_cast<int>(object.data_blocks + object.parity_blocks);
   const uint64_t lbas = LbasPerBlock(object.block_size);
   const size_t first = records.size();
@@ -920,18 +916,41 @@ absl::Status Store::StartWriteStripe(const ObjectRecord& object, uint64_t stripe
                      lbas * options_.lba_size, " free bytes each, only ", got,
                      " have it; delete objects or add devices"));
   }
-  write.status.assign(width, absl::OkStatus());
-  write.devices.assign(width, nullptr);
-  for (int i = 0; i < width; ++i) {
-    BlockRecord& b = records[first + i];
-    b.crc32c = Crc32c(buffer.block(i));
-    write.devices[i] = NamespaceOf(b.device, /*online_only=*/false);
+  return absl::OkStatus();
+}
+
+absl::Status Store::PrepareWrites(absl::Span<const BlockRecord> blocks, std::vector<bool>& touched,
+                                  StripeWrite& write) {
+  write.status.assign(blocks.size(), absl::OkStatus());
+  write.devices.assign(blocks.size(), nullptr);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    write.devices[i] = NamespaceOf(blocks[i].device, /*online_only=*/false);
     if (write.devices[i] == nullptr) {
-      return absl::UnavailableError(absl::StrCat("device ", b.device, " is gone"));
+      write.devices.clear();
+      return absl::UnavailableError(absl::StrCat("device ", blocks[i].device, " is gone"));
     }
-    touched[b.device] = true;
-    write.devices[i]->WriteAsync(b.lba, buffer.padded(i), write.io.Track(&write.status[i]));
+    touched[blocks[i].device] = true;
   }
+  return absl::OkStatus();
+}
+
+void Store::StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> blocks,
+                             StripeWrite& write) {
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    blocks[i].crc32c = Crc32c(buffer.block(static_cast<int>(i)));
+    write.devices[i]->WriteAsync(blocks[i].lba, buffer.padded(static_cast<int>(i)),
+                                 write.io.Track(&write.status[i]));
+  }
+}
+
+absl::Status Store::StartWriteStripe(const ObjectRecord& object, uint64_t stripe,
+                                     StripeBuffer& buffer, std::vector<BlockRecord>& records,
+                                     std::vector<bool>& touched, StripeWrite& write) {
+  const size_t first = records.size();
+  if (absl::Status s = PlaceStripe(object, stripe, records); !s.ok()) return s;
+  const absl::Span<BlockRecord> blocks = absl::MakeSpan(records).subspan(first);
+  if (absl::Status s = PrepareWrites(blocks, touched, write); !s.ok()) return s;
+  StartBlockWrites(buffer, blocks, write);
   return absl::OkStatus();
 }
 

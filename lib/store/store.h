@@ -292,9 +292,23 @@ class Store {
     IoBatch io;                                       // last: destroyed (waited for) first
     absl::Status Finish();
   };
-  // Places the M+K blocks of one encoded stripe on distinct devices, appends their records
-  // (with their CRC32C) and starts all their writes on `write`. An error may leave some writes
-  // started: `write` must still be finished (or destroyed) before the buffer is reused.
+  // Places the M+K blocks of stripe `stripe` on distinct online devices: allocates an extent on
+  // each and appends their records (index, device, LBAs; no CRC yet) to `records`. On error
+  // (ResourceExhausted) nothing is appended and nothing stays allocated.
+  absl::Status PlaceStripe(const ObjectRecord& object, uint64_t stripe,
+                           std::vector<BlockRecord>& records);
+  // Resolves the namespace of each of `blocks` (held in write.devices until Finish) and marks
+  // its device in `touched`; sizes write.status. Unavailable when a device is gone.
+  absl::Status PrepareWrites(absl::Span<const BlockRecord> blocks, std::vector<bool>& touched,
+                             StripeWrite& write);
+  // Sets the CRC32C of every block i of `blocks` from buffer.block(i) and starts its write on
+  // `write` (prepared by PrepareWrites). Takes no store lock, so it may run on any thread (the
+  // encode path runs it on the EC worker that encoded the stripe); it may wait for free DMA
+  // pages of a device. Write errors land in write.status.
+  void StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> blocks, StripeWrite& write);
+  // PlaceStripe, PrepareWrites and StartBlockWrites of one encoded stripe, its records appended
+  // to `records`. An error may leave some writes started: `write` must still be finished (or
+  // destroyed) before the buffer is reused.
   absl::Status StartWriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
                                 std::vector<BlockRecord>& records, std::vector<bool>& touched,
                                 StripeWrite& write);
