@@ -1208,7 +1208,8 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
   StripeSet buffers;
   StripeBuffer* buffer = nullptr;
   if (verify) {
-    absl::StatusOr<StripeSet> allocated = AllocateStripes({1}, object.block_size);
+    absl::StatusOr<StripeSet> allocated =
+        AllocateStripes({static_cast<int>(width)}, object.block_size);
     if (!allocated.ok()) return allocated.status();
     buffers = std::move(*allocated);
     buffer = &buffers[0];
@@ -1225,12 +1226,31 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
     for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
       StripeStatus ss;
       ss.index = stripe;
-      for (; row < blocks->size() && (*blocks)[row].stripe == stripe; ++row) {
-        const BlockRecord& b = (*blocks)[row];
-        bool healthy = !b.corrupt && DeviceOnline(b.device);
-        if (healthy && verify) healthy = ReadBlock(object, b, buffer->block(0)) == BlockRead::kGood;
-        ss.healthy_blocks += healthy;
-        if (with_blocks) ss.blocks.push_back(BlockStatus{b, healthy});
+      const size_t first = row;
+      while (row < blocks->size() && (*blocks)[row].stripe == stripe) ++row;
+      std::vector<bool> healthy(row - first);
+      std::vector<size_t> to_read;  // positions in `healthy`
+      for (size_t j = 0; j < healthy.size(); ++j) {
+        const BlockRecord& b = (*blocks)[first + j];
+        healthy[j] = !b.corrupt && DeviceOnline(b.device);
+        if (healthy[j] && verify) to_read.push_back(j);
+      }
+      // The stripe's blocks are read together, `width` at a time (one buffer slot each).
+      for (size_t at = 0; at < to_read.size(); at += width) {
+        BlockReads reads;
+        for (size_t j = at; j < std::min<size_t>(to_read.size(), at + width); ++j) {
+          reads.blocks.push_back(&(*blocks)[first + to_read[j]]);
+          reads.outs.push_back(buffer->block(static_cast<int>(j - at)));
+        }
+        StartReads(reads);
+        const std::vector<BlockRead> results = FinishReads(object, reads);
+        for (size_t j = 0; j < results.size(); ++j) {
+          healthy[to_read[at + j]] = results[j] == BlockRead::kGood;
+        }
+      }
+      for (size_t j = 0; j < healthy.size(); ++j) {
+        ss.healthy_blocks += healthy[j];
+        if (with_blocks) ss.blocks.push_back(BlockStatus{(*blocks)[first + j], healthy[j]});
       }
       if (ss.healthy_blocks < width) ++status.degraded_stripes;
       if (ss.healthy_blocks < m) ++status.lost_stripes;

@@ -8,8 +8,8 @@
 // rows are dropped and its extents are free at the next Open).
 // Memory: each request's stripe buffers come out of one budget (StoreOptions::memory_limit);
 // an encode holds up to ec_workers + 3 stripes of (M+K) x block size bytes, a read 3, an update
-// 2, a recover 2 (and K blocks to verify parity); a wide stripe gets a shallower pipeline so
-// that it fits. Encode refuses shapes whose stripe exceeds max_stripe_bytes.
+// 2, a recover 2 (and K blocks to verify parity), a verifying stat 1; a wide stripe gets a
+// shallower pipeline so that it fits. Encode refuses shapes whose stripe exceeds max_stripe_bytes.
 // Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
 // update, delete and recover of an object exclude other requests on that object only.
 #ifndef ECD_LIB_STORE_STORE_H_
@@ -218,8 +218,8 @@ class Store {
   absl::Status GetBlock(absl::string_view name, uint64_t stripe, uint32_t index, ByteSink& sink);
 
   // Reports an object's health per stripe; `verify` reads every block and checks its checksum,
-  // marking the ones that fail. `cancelled` (may be empty) is polled between batches of stripes;
-  // when it returns true Stat stops with Cancelled.
+  // marking the ones that fail (a stripe's blocks are read together). `cancelled` (may be empty) is
+  // polled between batches of stripes; when it returns true Stat stops with Cancelled.
   absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify,
                                     const std::function<bool()>& cancelled = {});
 
