@@ -921,8 +921,7 @@ absl::Status Store::PlaceStripe(const ObjectRecord& object, uint64_t stripe,
 
 absl::Status Store::PrepareWrites(absl::Span<const BlockRecord> blocks, std::vector<bool>& touched,
                                   StripeWrite& write) {
-  write.status.assign(blocks.size(), absl::OkStatus());
-  write.devices.assign(blocks.size(), nullptr);
+  write.Reset(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) {
     write.devices[i] = NamespaceOf(blocks[i].device, /*online_only=*/false);
     if (write.devices[i] == nullptr) {
@@ -939,7 +938,7 @@ void Store::StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> block
   for (size_t i = 0; i < blocks.size(); ++i) {
     blocks[i].crc32c = Crc32c(buffer.block(static_cast<int>(i)));
     write.devices[i]->WriteAsync(blocks[i].lba, buffer.padded(static_cast<int>(i)),
-                                 write.io.Track(&write.status[i]));
+                                 write.batch.Track(&write.status[i]));
   }
 }
 
@@ -954,8 +953,13 @@ absl::Status Store::StartWriteStripe(const ObjectRecord& object, uint64_t stripe
   return absl::OkStatus();
 }
 
-absl::Status Store::StripeWrite::Finish() {
-  io.Wait();
+void Store::BlockIo::Reset(size_t n) {
+  status.assign(n, absl::OkStatus());
+  devices.assign(n, nullptr);
+}
+
+absl::Status Store::BlockIo::Finish() {
+  batch.Wait();
   devices.clear();
   for (const absl::Status& s : status) {
     if (!s.ok()) return s;
@@ -1024,28 +1028,29 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
 
 void Store::StartReads(BlockReads& reads) {
   const size_t n = reads.blocks.size();
-  reads.status.assign(n, absl::OkStatus());
-  reads.devices.assign(n, nullptr);
+  BlockIo& io = reads.io;
+  io.Reset(n);
   for (size_t j = 0; j < n; ++j) {
     const BlockRecord* b = reads.blocks[j];
     if (b == nullptr) continue;
-    reads.devices[j] = NamespaceOf(b->device, /*online_only=*/true);
-    if (reads.devices[j] == nullptr) continue;
+    io.devices[j] = NamespaceOf(b->device, /*online_only=*/true);
+    if (io.devices[j] == nullptr) continue;
     const absl::Span<uint8_t> padded(reads.outs[j].data(),
                                      static_cast<size_t>(b->lba_count) * options_.lba_size);
-    reads.devices[j]->ReadAsync(b->lba, padded, reads.io.Track(&reads.status[j]));
+    io.devices[j]->ReadAsync(b->lba, padded, io.batch.Track(&io.status[j]));
   }
 }
 
 std::vector<Store::BlockRead> Store::FinishReads(const ObjectRecord& object, BlockReads& reads) {
-  reads.io.Wait();
+  BlockIo& io = reads.io;
+  io.batch.Wait();
   const size_t n = reads.blocks.size();
   std::vector<BlockRead> results(n, BlockRead::kUnreadable);
   for (size_t j = 0; j < n; ++j) {
-    if (reads.devices[j] == nullptr) continue;
-    reads.devices[j] = nullptr;
+    if (io.devices[j] == nullptr) continue;
+    io.devices[j] = nullptr;
     const BlockRecord& b = *reads.blocks[j];
-    absl::Status& s = reads.status[j];
+    absl::Status& s = io.status[j];
     if (!s.ok()) {
       Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
           s.message());

@@ -284,14 +284,21 @@ class Store {
   // of `block_size` bytes: reserved from the budget (waiting for it), then allocated.
   absl::StatusOr<StripeSet> AllocateStripes(const std::vector<int>& blocks, uint64_t block_size);
 
-  // The writes of one stripe's blocks, in flight together. Finish waits for them and returns
-  // the first error; the destructor waits too (the buffer must outlive the writes).
-  struct StripeWrite {
-    std::vector<absl::Status> status;                 // per block
-    std::vector<std::shared_ptr<Namespace>> devices;  // held until the writes complete
-    IoBatch io;                                       // last: destroyed (waited for) first
+  // Block I/Os in flight together (a stripe's writes, or a batch of its reads): a status per
+  // block, the namespaces held until the I/Os complete (null: that block's I/O never started),
+  // and the batch that tracks them. The destructor waits for every I/O (the buffers must outlive
+  // it); `batch` is the last member, so it is destroyed (waited for) first.
+  struct BlockIo {
+    std::vector<absl::Status> status;
+    std::vector<std::shared_ptr<Namespace>> devices;
+    IoBatch batch;
+    // Sizes status (all OK) and devices (all null) for n blocks.
+    void Reset(size_t n);
+    // Waits for every I/O, lets the namespaces go and returns the first error.
     absl::Status Finish();
   };
+  // The writes of one stripe's blocks.
+  using StripeWrite = BlockIo;
   // Places the M+K blocks of stripe `stripe` on distinct online devices: allocates an extent on
   // each and appends their records (index, device, LBAs; no CRC yet) to `records`. On error
   // (ResourceExhausted) nothing is appended and nothing stays allocated.
@@ -322,9 +329,7 @@ class Store {
     std::vector<int> indices;  // in the stripe, for the caller
     std::vector<const BlockRecord*> blocks;
     std::vector<absl::Span<uint8_t>> outs;
-    std::vector<absl::Status> status;
-    std::vector<std::shared_ptr<Namespace>> devices;  // held until the reads complete
-    IoBatch io;                                       // last: destroyed (waited for) first
+    BlockIo io;  // last: destroyed (waited for) first
   };
   void StartReads(BlockReads& reads);
   // kUnreadable when a block is null, its device is not online or the read failed, kCorrupt
