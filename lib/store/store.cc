@@ -26,7 +26,8 @@ namespace {
 
 // Stripes fetched from the catalog at a time, and block rows buffered before an insert.
 constexpr uint64_t kStripeBatch = 64;
-// Encoded stripes whose block writes an encode keeps in flight at once.
+// Stripes an encode keeps beyond the one filling and one per EC worker: the pipeline holds
+// workers + 1 + kWritesInFlight stripes, each being filled, encoded or written.
 constexpr size_t kWritesInFlight = 2;
 // Stripes a read reads ahead of the one it is sending.
 constexpr size_t kReadAhead = 2;
