@@ -48,7 +48,7 @@ void RunBatch(Engine& engine, MakeTask make, bool help = false) {
                   s + 1 == kBatch ? SubmitFlag::kFlush : SubmitFlag::kNone);
   }
   if (help) engine.Progress();
-  benchmark::DoNotOptimize(done.Wait());
+  benchmark::DoNotOptimize(done.Wait(engine));
 }
 
 // kBatch stripes of M+K blocks each, data random and parity encoded, in one arena of 4 KiB-
@@ -241,7 +241,7 @@ void KeepBusy(benchmark::State& state, Engine& engine, MakeTask make, bool help)
   std::unique_ptr<Completion> running[2];
   for (auto _ : state) {
     for (int h = 0; h < 2; ++h) {
-      if (running[h] != nullptr) benchmark::DoNotOptimize(running[h]->Wait());
+      if (running[h] != nullptr) benchmark::DoNotOptimize(running[h]->Wait(engine));
       running[h] = std::make_unique<Completion>(kHalf);
       for (int s = h * kHalf; s < (h + 1) * kHalf; ++s) {
         engine.Submit(make(s), running[h]->Callback(),
@@ -251,7 +251,7 @@ void KeepBusy(benchmark::State& state, Engine& engine, MakeTask make, bool help)
     }
   }
   for (auto& r : running) {
-    if (r != nullptr) benchmark::DoNotOptimize(r->Wait());
+    if (r != nullptr) benchmark::DoNotOptimize(r->Wait(engine));
   }
 }
 

@@ -42,6 +42,9 @@ class Completion {
   // Blocks until every task has completed; returns the first non-OK status, else OK. Polls for
   // `poll` before sleeping (0: sleeps at once).
   absl::Status Wait(std::chrono::microseconds poll = kDefaultPoll);
+  // As above, polling for as long as suits `engine`'s tasks (Engine::waiter_poll: not at all
+  // when its workers occupy every CPU).
+  absl::Status Wait(const Engine& engine) { return Wait(engine.waiter_poll()); }
 
   // True once every task has completed (never blocks).
   bool ready() const { return finished_.load(std::memory_order_acquire) != 0; }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lib/ec/engine.h"
+#include "lib/ec/poll.h"
 
 namespace ecd::ec {
 namespace {
@@ -77,6 +78,26 @@ TEST(CompletionTest, EngineTasksCompleteIt) {
       EXPECT_EQ(blocks[s * 6 + 4], expected[s * 2]) << "stripe " << s;
       EXPECT_EQ(blocks[s * 6 + 5], expected[s * 2 + 1]) << "stripe " << s;
     }
+  }
+}
+
+// A waiter polls only when the engine's workers leave it a CPU: on a CPU a worker needs, a
+// yielding poller takes a fair share of it.
+TEST(CompletionTest, WaitPollsOnlyWhenACpuIsLeftForTheWaiter) {
+  const int cpus = internal::UsableCpus();
+  ASSERT_GE(cpus, 1);
+  Engine all(EngineOptions{.workers = cpus});
+  EXPECT_EQ(all.waiter_poll(), microseconds(0));
+  Engine more(EngineOptions{.workers = cpus + 1});
+  EXPECT_EQ(more.waiter_poll(), microseconds(0));
+  if (cpus > 1) {
+    Engine fewer(EngineOptions{.workers = cpus - 1});
+    EXPECT_EQ(fewer.waiter_poll(), Completion::kDefaultPoll);
+  }
+  for (Engine* engine : {&all, &more}) {
+    Completion done(3);
+    for (int i = 0; i < 3; ++i) engine->Submit(GaloisMulTask{}, done.Callback());
+    EXPECT_EQ(done.Wait(*engine).code(), absl::StatusCode::kInvalidArgument);
   }
 }
 

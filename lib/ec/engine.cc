@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/ec/block_checks.h"
+#include "lib/ec/completion.h"
 #include "lib/ec/poll.h"
 
 namespace ecd::ec {
@@ -124,8 +125,10 @@ Engine::Engine(EngineOptions options)
     : check_buffers_(options.check_buffers),
       workers_(std::clamp(options.workers, 1, 256)),
       on_task_done_(std::move(options.on_task_done)),
-      poll_(std::clamp(options.poll, std::chrono::microseconds(0),
-                       std::chrono::microseconds(10000))) {
+      poll_(
+          std::clamp(options.poll, std::chrono::microseconds(0), std::chrono::microseconds(10000))),
+      waiter_poll_(workers_ < internal::UsableCpus() ? Completion::kDefaultPoll
+                                                     : std::chrono::microseconds(0)) {
   threads_.reserve(workers_);
   for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { Work(); });
 }

@@ -2,6 +2,9 @@
 #ifndef ECD_LIB_EC_POLL_H_
 #define ECD_LIB_EC_POLL_H_
 
+#include <sched.h>
+
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -20,6 +23,14 @@ bool PollFor(std::chrono::microseconds window, Done done) {
     std::this_thread::yield();
     if ((spins & 15) == 15 && std::chrono::steady_clock::now() >= until) return done();
   }
+}
+
+// The CPUs this process may run on (its affinity mask, so a cpuset or taskset counts), at
+// least 1.
+inline int UsableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 }  // namespace ecd::ec::internal
