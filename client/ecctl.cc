@@ -611,9 +611,10 @@ void BlockGet(Client& c, const BlockGetArgs& a) {
 
 // ---- recover
 
-void Recover(Client& c, const std::string& name) {
+void Recover(Client& c, const std::string& name, bool missing_only) {
   v1::RecoverRequest request;
   request.set_name(name);
+  request.set_missing_only(missing_only);
   auto context = c.Context();
   auto reader = c.objects().Recover(context.get(), request);
   ProgressBar progress = c.Progress(absl::StrCat("recover ", name), ProgressUnit::Items("stripes"));
@@ -625,8 +626,10 @@ void Recover(Client& c, const std::string& name) {
   c.Check(reader->Finish(), absl::StrCat("recover ", name));
   progress.Clear();
   if (c.globals().json) return PrintJson(last);
-  std::printf("recovered %s: %llu stripes checked, %llu blocks rebuilt (%s)\n", name.c_str(),
-              static_cast<unsigned long long>(last.stripes_done()),
+  std::printf("recovered %s: %llu stripes %s, %llu blocks read, %llu blocks rebuilt (%s)\n",
+              name.c_str(), static_cast<unsigned long long>(last.stripes_done()),
+              missing_only ? "walked" : "checked",
+              static_cast<unsigned long long>(last.blocks_checked()),
               static_cast<unsigned long long>(last.blocks_rebuilt()),
               FormatSize(last.bytes_rebuilt()).c_str());
 }
@@ -1470,9 +1473,13 @@ void AddUpdate(CLI::App& app, Selected& selected) {
 
 void AddRecover(CLI::App& app, Selected& selected) {
   auto name = std::make_shared<std::string>();
+  auto missing_only = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("recover", "Check every block and rebuild the bad ones");
   sub->add_option("NAME", *name, "Object name")->required();
-  OnRun(sub, selected, [name](Client& c) { Recover(c, *name); });
+  sub->add_flag("--missing-only", *missing_only,
+                "Rebuild only blocks known lost (on devices not online, or flagged corrupt), "
+                "reading M good blocks of each such stripe, data first; skip the other stripes");
+  OnRun(sub, selected, [name, missing_only](Client& c) { Recover(c, *name, *missing_only); });
 }
 
 void AddScrub(CLI::App& app, Selected& selected) {

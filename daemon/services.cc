@@ -347,6 +347,10 @@ grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
   if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Recover"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
+  store::RecoverOptions options;
+  options.check_all = !request->missing_only();
+  // A cancelled call or a passed deadline stops between batches; what was repaired stays.
+  options.cancelled = [context] { return context->IsCancelled(); };
   absl::StatusOr<store::RecoverProgress> done = store_->Recover(
       request->name(),
       [&](const store::RecoverProgress& p) {
@@ -354,8 +358,7 @@ grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
         ToProto(p, &message);
         writer->Write(message);
       },
-      // A cancelled call or a passed deadline stops between batches; what was repaired stays.
-      store::RecoverOptions{.cancelled = [context] { return context->IsCancelled(); }});
+      options);
   if (!done.ok()) {
     return Finish(context, done.status(),
                   "recover stopped between batches (what it repaired so far stays repaired)");

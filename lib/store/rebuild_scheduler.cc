@@ -206,6 +206,9 @@ void RebuildScheduler::Run(RebuildJob& job) {
   if (spec.kind == RebuildKind::kRepairObject) {
     objects.push_back(spec.object);
   } else {
+    // Moving blocks off a device (or a range of it) reads only the stripes that have a block
+    // there, and of those only what the move takes. The scrubber checks the rest.
+    options.check_all = false;
     if (spec.kind == RebuildKind::kEvacuateDevice) {
       absl::StatusOr<std::vector<DeviceStatus>> devices = store_->ListDevices();
       if (!devices.ok()) return fail(std::string(devices.status().message()));

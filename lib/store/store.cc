@@ -595,7 +595,8 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
                                                    const std::vector<const BlockRecord*>& by_index,
                                                    const std::vector<int>& need,
                                                    StripeBuffer& buffer, absl::string_view outcome,
-                                                   std::unique_ptr<BlockReads> first) {
+                                                   std::unique_ptr<BlockReads> first,
+                                                   LoadReport* report) {
   const int m = static_cast<int>(object.data_blocks);
   const int width = static_cast<int>(by_index.size());
   for (int i : need) {
@@ -608,11 +609,29 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
   if (first == nullptr) first = StartLoad(m, by_index, need, buffer);
   std::vector<bool> tried(width, false);
   std::vector<int> available;
+  auto in_need = [&](int i) { return std::find(need.begin(), need.end(), i) != need.end(); };
+  // Counts one finished read of block i (for `report`).
+  auto count = [&](int i, BlockRead result) {
+    if (report == nullptr) return;
+    ++report->blocks_read;
+    if (result == BlockRead::kGood) {
+      ++report->good_reads;
+      return;
+    }
+    if (result == BlockRead::kCorrupt) ++report->corrupt_reads;
+    if (!in_need(i) && std::find(report->found_bad.begin(), report->found_bad.end(), i) ==
+                           report->found_bad.end()) {
+      report->found_bad.push_back(i);
+    }
+  };
   auto finish = [&](BlockReads& reads) {
     const std::vector<BlockRead> results = FinishReads(object, reads);
     for (size_t j = 0; j < results.size(); ++j) {
       tried[reads.indices[j]] = true;
       if (results[j] == BlockRead::kGood) available.push_back(reads.indices[j]);
+      if (reads.blocks[j] != nullptr && DeviceOnline(reads.blocks[j]->device)) {
+        count(reads.indices[j], results[j]);
+      }
     }
   };
   finish(*first);
@@ -640,10 +659,16 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
   for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
     const BlockRecord* b = by_index[i];
     if (b == nullptr || !b->corrupt) continue;  // The others were tried above.
-    if (ReadBlock(object, *b, buffer.block(i)) == BlockRead::kGood) {
+    const BlockRead result = ReadBlock(object, *b, buffer.block(i));
+    if (DeviceOnline(b->device)) count(i, result);
+    if (result == BlockRead::kGood) {
       available.push_back(i);
       (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
       wanted.erase(std::remove(wanted.begin(), wanted.end(), i), wanted.end());
+      if (report != nullptr) {
+        auto& bad = report->found_bad;
+        bad.erase(std::remove(bad.begin(), bad.end(), i), bad.end());
+      }
     }
   }
   if (static_cast<int>(available.size()) < m) {
@@ -653,6 +678,14 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
         " blocks are lost.", outcome,
         " Bring failed devices back online (`ecctl device online`) and retry; otherwise "
         "restore this object from a backup"));
+  }
+  if (report != nullptr) {  // Rebuild what read bad on the way too.
+    for (int i : report->found_bad) {
+      if (std::find(available.begin(), available.end(), i) == available.end() &&
+          by_index[i] != nullptr) {
+        wanted.push_back(i);
+      }
+    }
   }
   if (wanted.empty()) return wanted;
   std::sort(available.begin(), available.end());
@@ -730,7 +763,6 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   if (!codec.ok()) return codec.status();
   const uint64_t bs = object.block_size;
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
-  const uint64_t stride = LbasPerBlock(bs) * options_.lba_size;
   // `old` holds a stripe's current blocks as read; `fresh` its new data and parity blocks.
   absl::StatusOr<StripeSet> buffers = AllocateStripes({width, width}, bs);
   if (!buffers.ok()) return buffers.status();
@@ -1321,6 +1353,7 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
 absl::StatusOr<RecoverProgress> Store::Recover(
     absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
     const RecoverOptions& options) {
+  const bool check_all = options.check_all || options.verify_parity;
   RecoverProgress p;
   int64_t object_id = 0;
   StripeSet buffers;
@@ -1378,53 +1411,110 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
         stripes.push_back(TakeStripe(*blocks, row, stripe, width));
       }
-      // Starts reading every block of stripe `batch + n`.
-      auto start_stripe = [&](uint64_t n) {
+      // The stripes to work on, as offsets in the batch, and for a rebuild the blocks of each
+      // that need a new home: all stripes when checking every block.
+      std::vector<uint64_t> work;
+      std::vector<std::vector<int>> needs(count);
+      for (uint64_t n = 0; n < count; ++n) {
+        if (check_all) {
+          work.push_back(n);
+          continue;
+        }
+        for (int i = 0; i < width; ++i) {
+          const BlockRecord* b = stripes[n][i];
+          if (b == nullptr || b->corrupt || !DeviceOnline(b->device) ||
+              (options.evict && options.evict(*b))) {
+            needs[n].push_back(i);
+          }
+        }
+        if (!needs[n].empty()) work.push_back(n);
+      }
+      // Starts the reads of work[w] into buffer w % 2: every block of the stripe, or for a
+      // rebuild what LoadBlocks reads first.
+      auto start_stripe = [&](size_t w) {
+        const uint64_t n = work[w];
+        if (!check_all) return StartLoad(m, stripes[n], needs[n], *stripe_buffers[w % 2]);
         auto reads = std::make_unique<BlockReads>();
         for (int i = 0; i < width; ++i) reads->indices.push_back(i);
         reads->blocks = stripes[n];
-        reads->outs = stripe_buffers[n % 2]->views;
+        reads->outs = stripe_buffers[w % 2]->views;
         StartReads(*reads);
         return reads;
       };
-      std::unique_ptr<BlockReads> next = start_stripe(0);  // Waited for if abandoned.
-      for (uint64_t stripe = batch; stripe < batch + count; ++stripe, ++p.stripes_done) {
-        const uint64_t n = stripe - batch;
+      p.stripes_done = batch;  // Every stripe before this batch; the batch's when it ends.
+      // Waited for if abandoned.
+      std::unique_ptr<BlockReads> next = work.empty() ? nullptr : start_stripe(0);
+      for (size_t w = 0; w < work.size(); ++w) {
+        const uint64_t n = work[w];
+        const uint64_t stripe = batch + n;
         const std::vector<const BlockRecord*>& by_index = stripes[n];
-        StripeBuffer* const buffer = stripe_buffers[n % 2];
+        StripeBuffer* const buffer = stripe_buffers[w % 2];
         std::unique_ptr<BlockReads> reads = std::move(next);
-        if (n + 1 < count) next = start_stripe(n + 1);
+        if (w + 1 < work.size()) next = start_stripe(w + 1);
         std::vector<int> available;
         std::vector<int> bad;
         std::vector<int> evicted;   // good blocks that must move off their device anyway
         std::vector<int> mismatch;  // good parity blocks that differ from the data's encoding
-        const std::vector<BlockRead> results = FinishReads(object, *reads);
-        for (int i = 0; i < width; ++i) {
-          const BlockRecord* b = by_index[i];
-          ++p.blocks_checked;
-          const BlockRead result = results[i];
-          if (result == BlockRead::kGood) {
-            p.bytes_checked += object.block_size;
-            available.push_back(i);
-            if (options.evict && options.evict(*b)) evicted.push_back(i);
-            if (b->corrupt && options.repair) {  // It reads back good now (a transient error).
-              (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
-            }
-          } else {
-            bad.push_back(i);
-            ++(result == BlockRead::kCorrupt ? p.blocks_corrupt : p.blocks_unreadable);
+        if (!check_all) {
+          LoadReport report;
+          absl::StatusOr<std::vector<int>> rebuilt =
+              LoadBlocks(object, stripe, *codec, by_index, needs[n], *buffer,
+                         " Other stripes are still rebuilt.", std::move(reads), &report);
+          p.blocks_checked += report.blocks_read;
+          p.bytes_checked += report.good_reads * object.block_size;
+          p.blocks_corrupt += report.corrupt_reads;
+          p.blocks_unreadable += report.blocks_read - report.good_reads - report.corrupt_reads;
+          if (!rebuilt.ok()) {
+            if (!absl::IsDataLoss(rebuilt.status())) return abandon(rebuilt.status());
+            Log(LogLevel::kError, "object %s: %s", object.name, rebuilt.status().message());
+            ++p.lost_stripes;
+            continue;
           }
-        }
-        if (static_cast<int>(available.size()) < m) {
-          if (!bad.empty()) ++p.lost_stripes;
-          continue;
-        }
-        if (!bad.empty()) {
-          std::vector<absl::Span<uint8_t>> all(buffer->views.begin(), buffer->views.end());
-          if (absl::Status s =
-                  engine_->Run(ec::RecoverTask{*codec, std::move(all), available, bad});
-              !s.ok()) {
-            return abandon(s);
+          for (int i : *rebuilt) {
+            bad.push_back(i);
+            const BlockRecord* b = by_index[i];
+            // Known bad before any read: counted here (the reads counted what they found).
+            if (b->corrupt) {
+              ++p.blocks_corrupt;
+            } else if (!DeviceOnline(b->device)) {
+              ++p.blocks_unreadable;
+            }
+          }
+          for (int i : needs[n]) {  // Read good, but chosen to move.
+            if (std::find(bad.begin(), bad.end(), i) == bad.end() && options.evict &&
+                options.evict(*by_index[i])) {
+              evicted.push_back(i);
+            }
+          }
+        } else {
+          const std::vector<BlockRead> results = FinishReads(object, *reads);
+          for (int i = 0; i < width; ++i) {
+            const BlockRecord* b = by_index[i];
+            ++p.blocks_checked;
+            const BlockRead result = results[i];
+            if (result == BlockRead::kGood) {
+              p.bytes_checked += object.block_size;
+              available.push_back(i);
+              if (options.evict && options.evict(*b)) evicted.push_back(i);
+              if (b->corrupt && options.repair) {  // It reads back good now (a transient error).
+                (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+              }
+            } else {
+              bad.push_back(i);
+              ++(result == BlockRead::kCorrupt ? p.blocks_corrupt : p.blocks_unreadable);
+            }
+          }
+          if (static_cast<int>(available.size()) < m) {
+            if (!bad.empty()) ++p.lost_stripes;
+            continue;
+          }
+          if (!bad.empty()) {
+            std::vector<absl::Span<uint8_t>> all(buffer->views.begin(), buffer->views.end());
+            if (absl::Status s =
+                    engine_->Run(ec::RecoverTask{*codec, std::move(all), available, bad});
+                !s.ok()) {
+              return abandon(s);
+            }
           }
         }
         if (options.verify_parity) {
@@ -1499,6 +1589,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           p.bytes_rebuilt += object.block_size;
         }
       }
+      p.stripes_done = batch + count;
       if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
       if (!replaced.empty()) {
         if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced); !s.ok()) {

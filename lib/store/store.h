@@ -159,6 +159,13 @@ struct RecoverOptions {
   // parity block that passes its CRC32C but differs is rewritten: data blocks that pass their
   // CRC32C are what the client wrote, so they decide. Costs K blocks of memory more.
   bool verify_parity = false;
+  // true: read and check every block of every stripe, and rebuild what is bad (what `ecctl
+  // recover` does). false, a rebuild: touch only the stripes with blocks known to need a new
+  // home (on a device that is not online, flagged corrupt, or chosen by `evict`) and read just
+  // what those take: the block itself when it reads, else any M good blocks of the stripe, data
+  // blocks first. A block found bad on the way is rebuilt too; the others are not checked (the
+  // scrubber does that). verify_parity needs every block, so it implies true.
+  bool check_all = true;
   // false: only check and count (the corrupt flags of bad blocks are still set); write nothing.
   bool repair = true;
   // Polled between batches of stripes; when it returns true Recover stops with Cancelled (what
@@ -348,12 +355,21 @@ class Store {
   // then rebuilds the bad ones and checks the rebuilt bytes against their recorded CRC. Returns
   // the indices it rebuilt. DataLoss when that is impossible; `outcome` (e.g. " Nothing was
   // changed.") is put into the message before the advice.
+  // With `report`, blocks outside `need` that read bad on the way are rebuilt too (and
+  // returned with the others), and the reads are counted there.
+  struct LoadReport {
+    uint64_t blocks_read = 0;    // reads finished (a block reread as a last resort counts twice)
+    uint64_t good_reads = 0;     // of those, the ones that passed their CRC32C
+    std::vector<int> found_bad;  // blocks outside `need` that read bad
+    uint64_t corrupt_reads = 0;  // reads that failed the CRC32C
+  };
   absl::StatusOr<std::vector<int>> LoadBlocks(const ObjectRecord& object, uint64_t stripe,
                                               const std::shared_ptr<const ec::Codec>& codec,
                                               const std::vector<const BlockRecord*>& by_index,
                                               const std::vector<int>& need, StripeBuffer& buffer,
                                               absl::string_view outcome,
-                                              std::unique_ptr<BlockReads> first = nullptr);
+                                              std::unique_ptr<BlockReads> first = nullptr,
+                                              LoadReport* report = nullptr);
   // Allocates a new extent for a rewritten block `old`: on its own device if that is online and
   // has room, else on the emptiest online device with `occupied` 0 (a device holding no other
   // block of the stripe). With !allow_same_device the block must leave its device (evacuation).

@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <random>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -278,6 +280,180 @@ TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
   EXPECT_EQ((*devices)[1].used_bytes, 0u);
   auto back = Get("f");
   ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, data);
+}
+
+// Bytes each device has read so far (nvme_bytes_read; 0 for a failed device).
+std::map<uint32_t, uint64_t> BytesRead(Store& store) {
+  std::map<uint32_t, uint64_t> out;
+  auto devices = store.ListDevices();
+  EXPECT_TRUE(devices.ok());
+  for (const DeviceStatus& d : *devices) {
+    for (const auto& [name, value] : d.counters) {
+      if (name == "nvme_bytes_read") out[d.record.id] = value;
+    }
+  }
+  return out;
+}
+
+RecoverOptions MissingOnly() {
+  RecoverOptions o;
+  o.check_all = false;
+  return o;
+}
+
+// A rebuild of a failed device reads, of each stripe with a block there, the first M good
+// blocks by index (data first), and nothing of the other stripes.
+TEST_F(StoreTest, MissingOnlyRecoverReadsMBlocksDataFirst) {
+  const auto data = RandomBytes(20 * 16384, 21);
+  ASSERT_TRUE(Put("m", data).ok());
+  auto st = store_->Stat("m", true, false);
+  ASSERT_TRUE(st.ok());
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  std::map<uint32_t, uint64_t> expected;  // Bytes each device should read.
+  uint64_t lost = 0, affected = 0, parity_reads = 0;
+  for (const auto& s : st->stripes) {
+    int picked = 0;
+    bool hit = false;
+    for (const auto& b : s.blocks) hit |= b.record.device == 1;
+    if (!hit) continue;
+    ++affected;
+    for (const auto& b : s.blocks) {
+      if (b.record.device == 1) {
+        ++lost;
+      } else if (picked < 4) {
+        ++picked;
+        expected[b.record.device] += b.record.lba_count * 4096;
+        if (b.record.index >= 4) ++parity_reads;
+      }
+    }
+  }
+  ASSERT_GT(affected, 0u);
+  ASSERT_LT(affected, 20u);  // Some stripes have no block on device 1: they are not read.
+  ASSERT_GT(parity_reads, 0u);
+  const auto before = BytesRead(*store_);
+  auto p = store_->Recover("m", nullptr, MissingOnly());
+  ASSERT_TRUE(p.ok()) << p.status();
+  const auto after = BytesRead(*store_);
+  EXPECT_EQ(p->stripes_done, 20u);
+  EXPECT_EQ(p->blocks_checked, 4 * affected);
+  EXPECT_EQ(p->bytes_checked, 4 * affected * 4096);
+  EXPECT_EQ(p->blocks_unreadable, lost);
+  EXPECT_EQ(p->blocks_corrupt, 0u);
+  EXPECT_EQ(p->blocks_rebuilt, lost);
+  EXPECT_EQ(p->bytes_rebuilt, lost * 4096);
+  for (uint32_t d = 0; d < 8; ++d) {
+    if (d == 1) continue;
+    EXPECT_EQ(after.at(d) - before.at(d), expected[d]) << "device " << d;
+  }
+  auto checked = store_->Stat("m", true, true);
+  ASSERT_TRUE(checked.ok());
+  EXPECT_EQ(checked->degraded_stripes, 0u);
+  for (const auto& s : checked->stripes) {
+    for (const auto& b : s.blocks) EXPECT_NE(b.record.device, 1u);
+  }
+  auto back = Get("m");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+}
+
+// A block that fails its CRC32C while a rebuild reads it is rebuilt too; corruption in stripes
+// the rebuild does not touch is left to a full check.
+TEST_F(StoreTest, MissingOnlyRecoverRebuildsWhatItFindsBad) {
+  const auto data = RandomBytes(20 * 16384, 22);
+  ASSERT_TRUE(Put("b", data).ok());
+  auto st = store_->Stat("b", true, false);
+  ASSERT_TRUE(st.ok());
+  int victim = -1, untouched = -1;  // A stripe with a block on device 1, and one without.
+  for (const auto& s : st->stripes) {
+    bool hit = false;
+    for (const auto& b : s.blocks) hit |= b.record.device == 1;
+    if (hit && victim < 0) victim = static_cast<int>(s.index);
+    if (!hit && untouched < 0) untouched = static_cast<int>(s.index);
+  }
+  ASSERT_GE(victim, 0);
+  ASSERT_GE(untouched, 0);
+  // The first data block of the victim stripe not on device 1: the rebuild reads it.
+  const auto& blocks = st->stripes[victim].blocks;
+  const BlockRecord read_first = blocks[0].record.device == 1 ? blocks[1].record : blocks[0].record;
+  Clobber(read_first, 0x3C);
+  Clobber(st->stripes[untouched].blocks[2].record, 0x4D);
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  auto p = store_->Recover("b", nullptr, MissingOnly());
+  ASSERT_TRUE(p.ok()) << p.status();
+  uint64_t lost = 0;
+  for (const auto& s : st->stripes) {
+    for (const auto& b : s.blocks) lost += b.record.device == 1;
+  }
+  EXPECT_EQ(p->blocks_corrupt, 1u);
+  EXPECT_EQ(p->blocks_rebuilt, lost + 1);
+  auto checked = store_->Stat("b", true, true);
+  ASSERT_TRUE(checked.ok());
+  EXPECT_EQ(checked->degraded_stripes, 1u);  // Only the stripe the rebuild did not touch.
+  auto full = store_->Recover("b", nullptr);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(full->blocks_corrupt, 1u);
+  EXPECT_EQ(full->blocks_rebuilt, 1u);
+  checked = store_->Stat("b", true, true);
+  ASSERT_TRUE(checked.ok());
+  EXPECT_EQ(checked->degraded_stripes, 0u);
+  auto back = Get("b");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+}
+
+// With nothing known lost, a rebuild reads nothing.
+TEST_F(StoreTest, MissingOnlyRecoverOfAHealthyObjectReadsNothing) {
+  const auto data = RandomBytes(8 * 16384, 23);
+  ASSERT_TRUE(Put("h", data).ok());
+  const auto before = BytesRead(*store_);
+  auto p = store_->Recover("h", nullptr, MissingOnly());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->stripes_done, 8u);
+  EXPECT_EQ(p->blocks_checked, 0u);
+  EXPECT_EQ(p->blocks_rebuilt, 0u);
+  EXPECT_EQ(BytesRead(*store_), before);
+}
+
+// Too many devices lost for some stripes: those are counted lost, the others rebuilt. 2+2
+// stripes over 8 devices, 3 failed: 5 online devices still hold a stripe's 4 blocks apart.
+TEST_F(StoreTest, MissingOnlyRecoverCountsLostStripesAndRebuildsTheRest) {
+  const auto data = RandomBytes(40 * 8192, 24);
+  ASSERT_TRUE(Put("l", data, 2, 2).ok());
+  auto st = store_->Stat("l", true, false);
+  ASSERT_TRUE(st.ok());
+  auto on_failed = [](const BlockRecord& b) { return b.device >= 1 && b.device <= 3; };
+  for (uint32_t d : {1u, 2u, 3u}) ASSERT_TRUE(store_->SetDeviceState(d, DeviceState::kFailed).ok());
+  uint64_t lost_stripes = 0, rebuildable = 0;
+  std::set<uint64_t> lost;
+  for (const auto& s : st->stripes) {
+    int gone = 0;
+    for (const auto& b : s.blocks) gone += on_failed(b.record);
+    if (gone > 2) {
+      ++lost_stripes;
+      lost.insert(s.index);
+    } else {
+      rebuildable += gone;
+    }
+  }
+  ASSERT_GT(lost_stripes, 0u);
+  ASSERT_GT(rebuildable, 0u);
+  auto p = store_->Recover("l", nullptr, MissingOnly());
+  EXPECT_TRUE(absl::IsDataLoss(p.status())) << p.status();
+  EXPECT_NE(p.status().message().find(absl::StrCat(lost_stripes, " of 40 stripes")),
+            std::string::npos)
+      << p.status();
+  // Every stripe but the lost ones has all its blocks on online devices now.
+  auto after = store_->Stat("l", true, false);
+  ASSERT_TRUE(after.ok());
+  for (const auto& s : after->stripes) {
+    int gone = 0;
+    for (const auto& b : s.blocks) gone += on_failed(b.record);
+    EXPECT_EQ(gone > 0, lost.count(s.index) > 0) << "stripe " << s.index;
+  }
+  for (uint32_t d : {1u, 2u, 3u}) ASSERT_TRUE(store_->SetDeviceState(d, DeviceState::kOnline).ok());
+  auto back = Get("l");
+  ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, data);
 }
 
