@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/e2e.sh: ecd end to end beside its peers (issue 9). On one generated file, in one run, it
 # times `ecctl encode` (8+3, 1 MiB blocks), a clean `ecctl read`, a read with 3 devices failed
-# and `ecctl recover` after failing 1 device. Beside them, on the same file system, it runs fio
+# and a rebuild (`ecctl recover --missing-only`) after failing 1 device, then a full `ecctl recover`
+# after failing another. Beside them, on the same file system, it runs fio
 # O_DIRECT sequential write and read of the same bytes, the same `ecctl encode` against a gRPC
 # null sink (bench/grpc_null_sink), zfec and pyeclib encoding the file 8+3, and par2 creating
 # 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
@@ -317,19 +318,34 @@ done
 
 FAILED1=$(devices_of 0)
 ecctl device fail "$FAILED1" >/dev/null
-echo "e2e: ecd recover (device $FAILED1 failed)"
-drop_caches
-t0=$(now_ns)
-ecctl --json recover e2e >"$WORK/recover.json" || die "recover failed"
-t1=$(now_ns)
-T_RECOVER=$(secs "$t0" "$t1")
-BYTES_REBUILT=$(jget "$WORK/recover.json" "d['bytes_rebuilt']")
-BLOCKS_REBUILT=$(jget "$WORK/recover.json" "d['blocks_rebuilt']")
-[ "$BYTES_REBUILT" -gt 0 ] || die "recover rebuilt nothing"
-echo "e2e: ecd read after recover (device $FAILED1 still failed)"
+# timed_recover TAG [FLAG]: runs `ecctl recover [FLAG] e2e`; prints seconds, blocks rebuilt,
+# bytes rebuilt and blocks read.
+timed_recover() {
+  local tag=$1 t0 t1
+  shift
+  drop_caches
+  t0=$(now_ns)
+  ecctl --json recover "$@" e2e >"$WORK/recover-$tag.json" || die "recover ($tag) failed"
+  t1=$(now_ns)
+  echo "$(secs "$t0" "$t1") $(jget "$WORK/recover-$tag.json" "d['blocks_rebuilt']")" \
+    "$(jget "$WORK/recover-$tag.json" "d['bytes_rebuilt']")" \
+    "$(jget "$WORK/recover-$tag.json" "d['blocks_checked']")"
+}
+echo "e2e: ecd rebuild, recover --missing-only (device $FAILED1 failed)"
+read -r T_RECOVER BLOCKS_REBUILT BYTES_REBUILT BLOCKS_READ <<<"$(timed_recover rebuild --missing-only)"
+[ "$BYTES_REBUILT" -gt 0 ] || die "the rebuild rebuilt nothing"
+echo "e2e: ecd read after the rebuild (device $FAILED1 still failed)"
 R=$(timed_read recovered)
 read -r T_AFTER RECON_AFTER <<<"$R"
-[ "$RECON_AFTER" -eq 0 ] || die "after recover, a read still reconstructed $RECON_AFTER blocks"
+[ "$RECON_AFTER" -eq 0 ] || die "after the rebuild, a read still reconstructed $RECON_AFTER blocks"
+# The same with a recover that reads and checks every block (the operator's default). The
+# rebuilt device comes back empty, as a spare: 8+3 on 12 devices needs 11 online.
+ecctl device online "$FAILED1" >/dev/null
+FAILED2=$(devices_of 1)
+ecctl device fail "$FAILED2" >/dev/null
+echo "e2e: ecd recover, checking every block (device $FAILED2 failed)"
+read -r T_CHECKED BLOCKS_CHECKED_REBUILT BYTES_CHECKED_REBUILT BLOCKS_CHECKED <<<"$(timed_recover full)"
+[ "$BYTES_CHECKED_REBUILT" -gt 0 ] || die "the full recover rebuilt nothing"
 
 echo "e2e: fio read (2/2)"
 FIO_R2=$(fio_run read)
@@ -452,6 +468,7 @@ ZFEC=$(mean2 "${ZFECS[@]}")
 PYECLIB=$(mean2 "${PYECLIBS[@]}")
 AFTER=$(mbps "$SIZE" "$T_AFTER")
 REBUILD=$(mbps $((BYTES_REBUILT * M)) "$T_RECOVER")
+CHECKED=$(mbps $((BYTES_CHECKED_REBUILT * M)) "$T_CHECKED")
 FIO_W=$(mean2 "$FIO_W1" "$FIO_W2")
 FIO_R=$(mean2 "$FIO_R1" "$FIO_R2")
 FIO_W_EC=$(awk -v w="$FIO_W" -v m="$M" -v k="$K" 'BEGIN { printf "%.1f", w * m / (m + k) }')
@@ -494,8 +511,9 @@ row "ecd encode" "$ENCODE" MB/s "pyeclib" "$PYECLIB" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "par2" "$PAR2" ">=" 100
 row "ecd read" "$READ" MB/s "fio read" "$FIO_R" ">=" 0.8
 row "ecd read, 3 devices failed" "$DEGRADED" MB/s "fio read" "$FIO_R" ">=" 0.6
-row "ecd recover, 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read" "$FIO_R" ">=" 0.6
-row "ecd read after recover" "$AFTER" MB/s "fio read" "$FIO_R" - -
+row "ecd rebuild (recover --missing-only), 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read" "$FIO_R" ">=" 0.6
+row "ecd read after the rebuild" "$AFTER" MB/s "fio read" "$FIO_R" - -
+row "ecd recover checking every block, 1 device failed (rebuilt x 8)" "$CHECKED" MB/s "fio read" "$FIO_R" - -
 row "ecd peak RSS (VmHWM)" "$RSS_MB" MiB "memory limit" "$LIMIT_MB" "<" 1
 
 echo
@@ -515,8 +533,10 @@ echo "passes (MB/s; each row is their mean): fio write $FIO_W1, $FIO_W2; fio rea
   "encode $ENCODE1, $ENCODE2; null sink $SINK1, $SINK2; read $READ1, $READ2;" \
   "degraded $DEGRADED1, $DEGRADED2; zfec ${ZFECS[*]}; pyeclib ${PYECLIBS[*]}"
 echo "degraded read: $RECON_DEGRADED blocks reconstructed (devices ${FAILED3[*]} failed);" \
-  "recover: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in" \
-  "${T_RECOVER} s (device $FAILED1 failed)"
+  "rebuild: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in" \
+  "${T_RECOVER} s reading $BLOCKS_READ blocks (device $FAILED1 failed); full recover:" \
+  "$BLOCKS_CHECKED_REBUILT blocks rebuilt in ${T_CHECKED} s reading $BLOCKS_CHECKED blocks" \
+  "(device $FAILED2 failed)"
 echo "every read matched the source (cksum $SRC_SUM); MB/s is 10^6 bytes/s of the file;" \
   "peak RSS is against $(numfmt --to=iec "$MEMORY_LIMIT") (ecd --memory-limit)"
 
@@ -540,14 +560,17 @@ doc = {
     "seconds": {"encode": [$T_ENCODE1, $T_ENCODE2], "null_sink_encode": [$T_SINK1, $T_SINK2],
                 "read": [${T_READS[0]}, ${T_READS[1]}],
                 "degraded_read": [${T_DEGRADEDS[0]}, ${T_DEGRADEDS[1]}], "recover": $T_RECOVER,
-                "read_after_recover": $T_AFTER,
+                "read_after_recover": $T_AFTER, "recover_check_all": $T_CHECKED,
                 "par2": $T_PAR2},
     "peer_mbps": {"zfec": [${ZFECS[0]}, ${ZFECS[1]}], "pyeclib": [${PYECLIBS[0]}, ${PYECLIBS[1]}]},
     "fio_mbps": {"write": [$FIO_W1, $FIO_W2], "read": [$FIO_R1, $FIO_R2], "ioengine": "$FIO_ENGINE"},
     "degraded_failed_devices": [int(x) for x in "${FAILED3[*]}".split()],
     "degraded_reconstructed_blocks": $RECON_DEGRADED,
     "recover_failed_device": $FAILED1, "recover_blocks_rebuilt": $BLOCKS_REBUILT,
-    "recover_bytes_rebuilt": $BYTES_REBUILT, "par2_bytes": $PAR2_BYTES,
+    "recover_bytes_rebuilt": $BYTES_REBUILT, "recover_blocks_read": $BLOCKS_READ,
+    "recover_check_all_failed_device": $FAILED2,
+    "recover_check_all_blocks_rebuilt": $BLOCKS_CHECKED_REBUILT,
+    "recover_check_all_blocks_read": $BLOCKS_CHECKED, "par2_bytes": $PAR2_BYTES,
     "peak_rss_bytes": $RSS_KB * 1024, "memory_limit_bytes": $MEMORY_LIMIT,
     "misses": $MISSES, "rows": rows,
 }
