@@ -410,6 +410,7 @@ grpc::Status CxlService::GetStats(grpc::ServerContext* context, const v1::CxlSta
   c["drains"] = s.drains;
   c["records"] = s.records;
   c["overflows"] = s.overflows;
+  c["overflowed_records"] = s.overflowed_records;
   c["decode_errors"] = s.decode_errors;
   c["drain_errors"] = s.drain_errors;
   for (const char* a : {"ignore", "count", "rebuild", "evacuate", "fail"}) {

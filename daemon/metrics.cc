@@ -527,6 +527,13 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                 per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
                   return s.overflows_by_device;
                 }));
+  r.AddCallback(MetricType::kCounter, "ecd_cxl_overflowed_records_total",
+                "CXL event records lost to log overflows (the overflow reports' counts), by "
+                "device.",
+                {"device"},
+                per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
+                  return s.overflowed_records_by_device;
+                }));
   r.AddCallback(MetricType::kCounter, "ecd_cxl_decode_errors_total",
                 "CXL event records that could not be decoded, by device.", {"device"},
                 per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {

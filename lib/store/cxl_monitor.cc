@@ -72,6 +72,7 @@ absl::StatusOr<std::unique_ptr<CxlMonitor>> CxlMonitor::Create(EventPolicy* poli
     m->devices_.push_back(*std::move(d));
   }
   m->stats_.overflows_by_device.assign(device_count, 0);
+  m->stats_.overflowed_records_by_device.assign(device_count, 0);
   m->stats_.decode_errors_by_device.assign(device_count, 0);
   m->thread_ = std::thread([self = m.get()] { self->Loop(); });
   return m;
@@ -180,6 +181,7 @@ void CxlMonitor::DrainDevice(uint32_t id) {
         ++stats_.overflows;
         ++stats_.overflows_by_device[id];
         stats_.overflowed_records += o.overflow_count;
+        stats_.overflowed_records_by_device[id] += o.overflow_count;
       });
   absl::StatusOr<uint64_t> n = drainer.DrainAll();
   std::lock_guard<std::mutex> lock(mu_);

@@ -44,8 +44,9 @@ struct CxlMonitorStats {
   // Decoded records by (device, log, record type, severity), the names lower case with
   // underscores ("failure", "general_media", "fatal") as metric labels take them.
   std::map<std::tuple<uint32_t, std::string, std::string, std::string>, uint64_t> records_by;
-  std::vector<uint64_t> overflows_by_device;      // index: device
-  std::vector<uint64_t> decode_errors_by_device;  // index: device
+  std::vector<uint64_t> overflows_by_device;           // index: device
+  std::vector<uint64_t> overflowed_records_by_device;  // records lost, index: device
+  std::vector<uint64_t> decode_errors_by_device;       // index: device
 };
 
 // The policy's view of a decoded record.

@@ -61,6 +61,7 @@ TEST_F(CxlMonitorTest, CountsRecordsByDeviceLogTypeAndSeverityAndOverflowsByDevi
   EXPECT_EQ(s.overflows, 1u);
   EXPECT_EQ(s.overflowed_records, 1u);
   EXPECT_EQ(s.overflows_by_device, (std::vector<uint64_t>{0, 0, 1}));
+  EXPECT_EQ(s.overflowed_records_by_device, (std::vector<uint64_t>{0, 0, 1}));
   EXPECT_EQ(s.decode_errors, 1u);
   EXPECT_EQ(s.decode_errors_by_device, (std::vector<uint64_t>{1, 0, 0}));
 }

@@ -115,6 +115,22 @@ head -c 100 /dev/zero >"$WORK/short.bin"
 rc=0; ecctl cxl decode "$WORK/short.bin" 2>"$WORK/err" || rc=$?
 [ $rc = 3 ] || fail "decode of a short file exited $rc"
 
+step "a log that overflows: the lost records are counted"
+# Policy none on device 1's informational log keeps records there; 64 fill it, 3 more are lost.
+ecctl cxl policy 1 --set informational=none >/dev/null
+for _ in $(seq 1 67); do
+  ecctl cxl inject 1 --log informational --type dram --dpa 4096 >/dev/null
+done
+ecctl cxl policy 1 --set informational=msi >/dev/null
+ecctl cxl inject 1 --log warning --type dram --dpa 4096 >/dev/null  # an interrupt: a drain
+for _ in $(seq 1 100); do
+  [ "$(metric 'ecd_cxl_overflowed_records_total{device="1"}')" = 3 ] && break
+  sleep 0.1
+done
+[ "$(metric 'ecd_cxl_overflowed_records_total{device="1"}')" = 3 ] || fail "lost records: $(metric 'ecd_cxl_overflowed_records_total{device="1"}')"
+[ "$(metric 'ecd_cxl_overflows_total{device="1"}')" = 1 ] || fail "overflows: $(metric 'ecd_cxl_overflows_total{device="1"}')"
+[ "$(ecctl --json cxl stats | json 'int(d["counters"]["overflowed_records"])')" = 3 ] || fail "cxl stats overflowed_records"
+
 step "counters"
 ecctl cxl stats
 [ "$(ecctl --json cxl stats | json 'int(d["counters"]["action_evacuate"])')" -ge 2 ] || fail "evacuations not counted"
