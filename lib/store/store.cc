@@ -31,6 +31,8 @@ constexpr uint64_t kStripeBatch = 64;
 constexpr size_t kWritesInFlight = 2;
 // Stripes a read reads ahead of the one it is sending.
 constexpr size_t kReadAhead = 2;
+// Stripes a recover keeps at most: one being checked, rebuilt and written, the others being read.
+constexpr uint64_t kRecoverStripes = 4;
 
 // A lookup of `name` failed with `status`. NotFound for a name no object can be created with
 // becomes the name rule it breaks (ValidateObjectName), so that a bad name gets a message that
@@ -1357,8 +1359,9 @@ absl::StatusOr<RecoverProgress> Store::Recover(
   RecoverProgress p;
   int64_t object_id = 0;
   StripeSet buffers;
-  // Two stripes: while one is checked, rebuilt and written, the next one's blocks are read.
-  StripeBuffer* stripe_buffers[2] = {nullptr, nullptr};
+  // Up to kRecoverStripes stripes (at least 2, as the memory limit allows): while one is
+  // checked, rebuilt and written, the next ones' blocks are read.
+  std::vector<StripeBuffer*> stripe_buffers;
   StripeBuffer* parity = nullptr;  // K blocks: the parity the data encodes to.
   absl::Status no_space;
   // One batch of stripes at a time under the object's exclusive lock, so that reads and
@@ -1385,16 +1388,23 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
       if (!codec.ok()) return codec.status();
       const uint64_t lbas = LbasPerBlock(object.block_size);
-      if (stripe_buffers[0] == nullptr) {
-        std::vector<int> blocks = {width, width};
+      if (stripe_buffers.empty()) {
+        const uint64_t stride = lbas * options_.lba_size;
+        const uint64_t unit = static_cast<uint64_t>(width) * stride;
+        const uint64_t extra = options.verify_parity ? static_cast<uint64_t>(k) * stride : 0;
+        uint64_t depth = kRecoverStripes;
+        if (const uint64_t limit = budget_->limit_bytes(); limit != 0) {
+          depth = std::clamp<uint64_t>(limit > extra ? (limit - extra) / unit : 0, 2, depth);
+        }
+        std::vector<int> blocks(depth, width);
         if (options.verify_parity) blocks.push_back(k);
         absl::StatusOr<StripeSet> allocated = AllocateStripes(blocks, object.block_size);
         if (!allocated.ok()) return allocated.status();
         buffers = std::move(*allocated);
-        stripe_buffers[0] = &buffers[0];
-        stripe_buffers[1] = &buffers[1];
-        if (options.verify_parity) parity = &buffers[2];
+        for (uint64_t d = 0; d < depth; ++d) stripe_buffers.push_back(&buffers[d]);
+        if (options.verify_parity) parity = &buffers[depth];
       }
+      const size_t depth = stripe_buffers.size();
       const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
       absl::StatusOr<std::vector<BlockRecord>> blocks =
           catalog_->GetBlocks(object.id, batch, count);
@@ -1429,28 +1439,31 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         }
         if (!needs[n].empty()) work.push_back(n);
       }
-      // Starts the reads of work[w] into buffer w % 2: every block of the stripe, or for a
+      // Starts the reads of work[w] into buffer w % depth: every block of the stripe, or for a
       // rebuild what LoadBlocks reads first.
       auto start_stripe = [&](size_t w) {
         const uint64_t n = work[w];
-        if (!check_all) return StartLoad(m, stripes[n], needs[n], *stripe_buffers[w % 2]);
+        if (!check_all) return StartLoad(m, stripes[n], needs[n], *stripe_buffers[w % depth]);
         auto reads = std::make_unique<BlockReads>();
         for (int i = 0; i < width; ++i) reads->indices.push_back(i);
         reads->blocks = stripes[n];
-        reads->outs = stripe_buffers[w % 2]->views;
+        reads->outs = stripe_buffers[w % depth]->views;
         StartReads(*reads);
         return reads;
       };
       p.stripes_done = batch;  // Every stripe before this batch; the batch's when it ends.
       // Waited for if abandoned.
-      std::unique_ptr<BlockReads> next = work.empty() ? nullptr : start_stripe(0);
+      std::deque<std::unique_ptr<BlockReads>> ahead;  // work[w + 1 ...]: waited for if abandoned
+      for (size_t w = 0; w + 1 < depth && w < work.size(); ++w) ahead.push_back(start_stripe(w));
       for (size_t w = 0; w < work.size(); ++w) {
         const uint64_t n = work[w];
         const uint64_t stripe = batch + n;
         const std::vector<const BlockRecord*>& by_index = stripes[n];
-        StripeBuffer* const buffer = stripe_buffers[w % 2];
-        std::unique_ptr<BlockReads> reads = std::move(next);
-        if (w + 1 < work.size()) next = start_stripe(w + 1);
+        StripeBuffer* const buffer = stripe_buffers[w % depth];
+        std::unique_ptr<BlockReads> reads = std::move(ahead.front());
+        ahead.pop_front();
+        // Into the buffer of the stripe before this one, which is done.
+        if (w + depth - 1 < work.size()) ahead.push_back(start_stripe(w + depth - 1));
         std::vector<int> available;
         std::vector<int> bad;
         std::vector<int> evicted;   // good blocks that must move off their device anyway
@@ -1606,7 +1619,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       // request holding that lock may be waiting for the memory.
       buffers.buffers.clear();
       buffers.reservation.Release();
-      stripe_buffers[0] = stripe_buffers[1] = parity = nullptr;
+      stripe_buffers.clear();
+      parity = nullptr;
     }
     if (progress) progress(p);
     if (options.cancelled && options.cancelled()) {
