@@ -420,6 +420,51 @@ TEST_F(FaultStoreTest, ReadsAreDegradedButExactWhenADeviceFailsEveryRead) {
   EXPECT_TRUE(exported);
 }
 
+// The writes of rebuilt blocks are asynchronous; one that fails must still fail the recover,
+// commit nothing of its batch and leak no space, whichever stripe it belonged to.
+TEST_F(FaultStoreTest, ARecoverWhoseRebuiltBlockWriteFailsCommitsNothing) {
+  OpenWithFaults({});
+  const auto data = RandomBytes(40 * 16384, 31);
+  ASSERT_TRUE(Put("r", data).ok());
+  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  auto on_device_1 = [&] {
+    auto st = store_->Stat("r", true, false);
+    EXPECT_TRUE(st.ok());
+    uint64_t n = 0;
+    for (const auto& s : st->stripes) {
+      for (const auto& b : s.blocks) n += b.record.device == 1;
+    }
+    return n;
+  };
+  const uint64_t lost = on_device_1();
+  ASSERT_GT(lost, 4u);
+  const uint64_t free_before = TotalFree();
+  for (bool missing_only : {true, false}) {
+    // Every device takes the first writes, then fails them: some stripes' writes land, a
+    // later one's do not.
+    for (uint32_t d = 0; d < 8; ++d) {
+      if (d != 1) registry_->SetRules(d, Rules("write:eio:after=1"));
+    }
+    RecoverOptions options;
+    options.check_all = !missing_only;
+    auto p = store_->Recover("r", nullptr, options);
+    EXPECT_FALSE(p.ok()) << "missing_only " << missing_only;
+    EXPECT_EQ(TotalFree(), free_before) << "missing_only " << missing_only;
+    EXPECT_EQ(on_device_1(), lost) << "missing_only " << missing_only;
+  }
+  for (uint32_t d = 0; d < 8; ++d) registry_->SetRules(d, {});
+  RecoverOptions options;
+  options.check_all = false;
+  auto p = store_->Recover("r", nullptr, options);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->blocks_rebuilt, lost);
+  EXPECT_EQ(on_device_1(), 0u);
+  VectorSink sink;
+  ASSERT_TRUE(store_->Read("r", 0, 0, sink).ok());
+  EXPECT_EQ(sink.bytes, data);
+  EXPECT_EQ(sink.reconstructed, 0u);
+}
+
 TEST_F(FaultStoreTest, WriteEioFailsTheEncodeCleanly) {
   OpenWithFaults({{3, Rules("write:eio")}});
   ExpectEncodeFailsCleanly(3, absl::StatusCode::kDataLoss);

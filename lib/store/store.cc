@@ -1412,7 +1412,17 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       std::vector<BlockRecord> replaced;    // New locations, to commit.
       std::vector<BlockRecord> superseded;  // Old locations, freed after the commit.
       std::vector<bool> touched(devices_.size(), false);
+      // By buffer: the writes of the rebuilt blocks of the stripe last worked on in it, waited
+      // for before the buffer is read into again and before the batch commits.
+      std::vector<std::unique_ptr<BlockIo>> writes(depth);
+      auto finish_writes = [&](std::unique_ptr<BlockIo>& io) {
+        if (io == nullptr) return absl::OkStatus();
+        absl::Status s = io->Finish();
+        io.reset();
+        return s;
+      };
       auto abandon = [&](absl::Status s) {
+        for (std::unique_ptr<BlockIo>& io : writes) (void)finish_writes(io);
         FreeExtents(replaced);
         return s;
       };
@@ -1452,18 +1462,25 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         return reads;
       };
       p.stripes_done = batch;  // Every stripe before this batch; the batch's when it ends.
-      // Waited for if abandoned.
-      std::deque<std::unique_ptr<BlockReads>> ahead;  // work[w + 1 ...]: waited for if abandoned
-      for (size_t w = 0; w + 1 < depth && w < work.size(); ++w) ahead.push_back(start_stripe(w));
+      std::deque<std::unique_ptr<BlockReads>> ahead;  // work[w ...]: waited for if abandoned
+      size_t started = 0;
+      // Starts reads until every buffer but one is being read: that one's rebuilt blocks are
+      // still being written while the next stripe is worked on.
+      auto read_ahead = [&]() -> absl::Status {
+        while (started < work.size() && ahead.size() + 1 < depth) {
+          if (absl::Status s = finish_writes(writes[started % depth]); !s.ok()) return s;
+          ahead.push_back(start_stripe(started++));
+        }
+        return absl::OkStatus();
+      };
       for (size_t w = 0; w < work.size(); ++w) {
+        if (absl::Status s = read_ahead(); !s.ok()) return abandon(s);
         const uint64_t n = work[w];
         const uint64_t stripe = batch + n;
         const std::vector<const BlockRecord*>& by_index = stripes[n];
         StripeBuffer* const buffer = stripe_buffers[w % depth];
         std::unique_ptr<BlockReads> reads = std::move(ahead.front());
         ahead.pop_front();
-        // Into the buffer of the stripe before this one, which is done.
-        if (w + depth - 1 < work.size()) ahead.push_back(start_stripe(w + depth - 1));
         std::vector<int> available;
         std::vector<int> bad;
         std::vector<int> evicted;   // good blocks that must move off their device anyway
@@ -1564,7 +1581,10 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         for (const BlockRecord* b : by_index) {
           if (b != nullptr) ++occupied[b->device];
         }
-        for (int i : moves) {
+        std::unique_ptr<BlockIo>& io = writes[w % depth] = std::make_unique<BlockIo>();
+        io->Reset(moves.size());
+        for (size_t j = 0; j < moves.size(); ++j) {
+          const int i = moves[j];
           const bool forced = std::find(evicted.begin(), evicted.end(), i) != evicted.end();
           const bool recomputed = std::find(mismatch.begin(), mismatch.end(), i) != mismatch.end();
           if (by_index[i] == nullptr) {
@@ -1592,9 +1612,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           replaced.push_back(fresh);
           std::shared_ptr<Namespace> target = NamespaceOf(fresh.device, /*online_only=*/false);
           if (target == nullptr) return abandon(absl::UnavailableError("the device is gone"));
-          if (absl::Status s = target->Write(fresh.lba, buffer->padded(i)); !s.ok()) {
-            return abandon(s);
-          }
+          io->devices[j] = target;
+          target->WriteAsync(fresh.lba, buffer->padded(i), io->batch.Track(&io->status[j]));
           touched[fresh.device] = true;
           superseded.push_back(old);
           ++p.blocks_rebuilt;
@@ -1603,6 +1622,9 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         }
       }
       p.stripes_done = batch + count;
+      for (std::unique_ptr<BlockIo>& io : writes) {
+        if (absl::Status s = finish_writes(io); !s.ok()) return abandon(s);
+      }
       if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
       if (!replaced.empty()) {
         if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced); !s.ok()) {
