@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -296,6 +297,12 @@ std::map<uint32_t, uint64_t> BytesRead(Store& store) {
   return out;
 }
 
+// Whether stripe `s` has a block on `device`.
+bool HasBlockOn(const StripeStatus& s, uint32_t device) {
+  return std::any_of(s.blocks.begin(), s.blocks.end(),
+                     [device](const auto& b) { return b.record.device == device; });
+}
+
 RecoverOptions MissingOnly() {
   RecoverOptions o;
   o.check_all = false;
@@ -314,9 +321,7 @@ TEST_F(StoreTest, MissingOnlyRecoverReadsMBlocksDataFirst) {
   uint64_t lost = 0, affected = 0, parity_reads = 0;
   for (const auto& s : st->stripes) {
     int picked = 0;
-    bool hit = false;
-    for (const auto& b : s.blocks) hit |= b.record.device == 1;
-    if (!hit) continue;
+    if (!HasBlockOn(s, 1)) continue;
     ++affected;
     for (const auto& b : s.blocks) {
       if (b.record.device == 1) {
@@ -366,8 +371,7 @@ TEST_F(StoreTest, MissingOnlyRecoverRebuildsWhatItFindsBad) {
   ASSERT_TRUE(st.ok());
   int victim = -1, untouched = -1;  // A stripe with a block on device 1, and one without.
   for (const auto& s : st->stripes) {
-    bool hit = false;
-    for (const auto& b : s.blocks) hit |= b.record.device == 1;
+    const bool hit = HasBlockOn(s, 1);
     if (hit && victim < 0) victim = static_cast<int>(s.index);
     if (!hit && untouched < 0) untouched = static_cast<int>(s.index);
   }
@@ -381,10 +385,8 @@ TEST_F(StoreTest, MissingOnlyRecoverRebuildsWhatItFindsBad) {
   ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
   auto p = store_->Recover("b", nullptr, MissingOnly());
   ASSERT_TRUE(p.ok()) << p.status();
-  uint64_t lost = 0;
-  for (const auto& s : st->stripes) {
-    for (const auto& b : s.blocks) lost += b.record.device == 1;
-  }
+  const uint64_t lost = std::count_if(st->stripes.begin(), st->stripes.end(),
+                                      [](const auto& s) { return HasBlockOn(s, 1); });
   EXPECT_EQ(p->blocks_corrupt, 1u);
   EXPECT_EQ(p->blocks_rebuilt, lost + 1);
   auto checked = store_->Stat("b", true, true);
