@@ -616,6 +616,9 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
   auto count = [&](int i, BlockRead result) {
     if (report == nullptr) return;
     ++report->blocks_read;
+    if (std::find(report->read.begin(), report->read.end(), i) == report->read.end()) {
+      report->read.push_back(i);
+    }
     if (result == BlockRead::kGood) {
       ++report->good_reads;
       return;
@@ -665,7 +668,9 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
     if (DeviceOnline(b->device)) count(i, result);
     if (result == BlockRead::kGood) {
       available.push_back(i);
-      (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+      if (report == nullptr || report->repair) {
+        (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+      }
       wanted.erase(std::remove(wanted.begin(), wanted.end(), i), wanted.end());
       if (report != nullptr) {
         auto& bad = report->found_bad;
@@ -1392,9 +1397,12 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         const uint64_t stride = lbas * options_.lba_size;
         const uint64_t unit = static_cast<uint64_t>(width) * stride;
         const uint64_t extra = options.verify_parity ? static_cast<uint64_t>(k) * stride : 0;
+        // At most a quarter of the memory limit beyond the two stripes every object may ask
+        // for: a recover that sized itself to the whole limit would wait for every other
+        // request to drain at each batch, and every later request would queue behind it.
         uint64_t depth = kRecoverStripes;
-        if (const uint64_t limit = budget_->limit_bytes(); limit != 0) {
-          depth = std::clamp<uint64_t>(limit > extra ? (limit - extra) / unit : 0, 2, depth);
+        if (const uint64_t share = budget_->limit_bytes() / 4; share != 0) {
+          depth = std::clamp<uint64_t>(share > extra ? (share - extra) / unit : 0, 2, depth);
         }
         std::vector<int> blocks(depth, width);
         if (options.verify_parity) blocks.push_back(k);
@@ -1464,11 +1472,14 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       p.stripes_done = batch;  // Every stripe before this batch; the batch's when it ends.
       std::deque<std::unique_ptr<BlockReads>> ahead;  // work[w ...]: waited for if abandoned
       size_t started = 0;
-      // Starts reads until every buffer but one is being read: that one's rebuilt blocks are
-      // still being written while the next stripe is worked on.
+      // Starts reads into every buffer not being read, except the one of the stripe just
+      // worked on while its rebuilt blocks are still being written (they overlap the next
+      // stripe's work; that buffer is read into once they are done).
       auto read_ahead = [&]() -> absl::Status {
-        while (started < work.size() && ahead.size() + 1 < depth) {
-          if (absl::Status s = finish_writes(writes[started % depth]); !s.ok()) return s;
+        while (started < work.size() && ahead.size() < depth) {
+          std::unique_ptr<BlockIo>& io = writes[started % depth];
+          if (io != nullptr && ahead.size() + 1 == depth) break;
+          if (absl::Status s = finish_writes(io); !s.ok()) return s;
           ahead.push_back(start_stripe(started++));
         }
         return absl::OkStatus();
@@ -1487,6 +1498,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         std::vector<int> mismatch;  // good parity blocks that differ from the data's encoding
         if (!check_all) {
           LoadReport report;
+          report.repair = options.repair;
           absl::StatusOr<std::vector<int>> rebuilt =
               LoadBlocks(object, stripe, *codec, by_index, needs[n], *buffer,
                          " Other stripes are still rebuilt.", std::move(reads), &report);
@@ -1503,7 +1515,10 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           for (int i : *rebuilt) {
             bad.push_back(i);
             const BlockRecord* b = by_index[i];
-            // Known bad before any read: counted here (the reads counted what they found).
+            // Known bad and never read: counted here (the reads counted what they found).
+            if (std::find(report.read.begin(), report.read.end(), i) != report.read.end()) {
+              continue;
+            }
             if (b->corrupt) {
               ++p.blocks_corrupt;
             } else if (!DeviceOnline(b->device)) {

@@ -358,10 +358,12 @@ class Store {
   // With `report`, blocks outside `need` that read bad on the way are rebuilt too (and
   // returned with the others), and the reads are counted there.
   struct LoadReport {
+    bool repair = true;          // in: false leaves the catalog's corrupt flags as they are
     uint64_t blocks_read = 0;    // reads finished (a block reread as a last resort counts twice)
     uint64_t good_reads = 0;     // of those, the ones that passed their CRC32C
-    std::vector<int> found_bad;  // blocks outside `need` that read bad
     uint64_t corrupt_reads = 0;  // reads that failed the CRC32C
+    std::vector<int> read;       // the blocks read, each once
+    std::vector<int> found_bad;  // blocks outside `need` that read bad
   };
   absl::StatusOr<std::vector<int>> LoadBlocks(const ObjectRecord& object, uint64_t stripe,
                                               const std::shared_ptr<const ec::Codec>& codec,

@@ -404,6 +404,39 @@ TEST_F(StoreTest, MissingOnlyRecoverRebuildsWhatItFindsBad) {
   EXPECT_EQ(*back, data);
 }
 
+// Blocks flagged corrupt are read last, and each block is counted once: as what its read found,
+// or (never read) as what was known of it.
+TEST_F(StoreTest, MissingOnlyRecoverTriesFlaggedBlocksLastAndCountsEachOnce) {
+  const auto data = RandomBytes(16384, 25);  // One 4+2 stripe.
+  ASSERT_TRUE(Put("f", data).ok());
+  auto st = store_->Stat("f", true, false);
+  ASSERT_TRUE(st.ok());
+  const auto& blocks = st->stripes[0].blocks;
+  const std::vector<uint8_t> saved = Snapshot(blocks[1].record);
+  Clobber(blocks[0].record, 0x61);
+  Clobber(blocks[1].record, 0x62);
+  auto back = Get("f");  // Decodes from the other four; flags blocks 0 and 1 corrupt.
+  ASSERT_TRUE(back.ok()) << back.status();
+  Restore(blocks[1].record, saved);  // Block 1's fault was transient.
+  ASSERT_TRUE(store_->SetDeviceState(blocks[2].record.device, DeviceState::kFailed).ok());
+  // Needed: 0 and 1 (flagged), 2 (failed device). Read: 3, 4, 5 (3 good of 4 needed), then the
+  // flagged ones as a last resort: 0 fails again, 1 reads good and is trusted again.
+  auto p = store_->Recover("f", nullptr, MissingOnly());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->blocks_checked, 5u);
+  EXPECT_EQ(p->blocks_corrupt, 1u);
+  EXPECT_EQ(p->blocks_unreadable, 1u);
+  EXPECT_EQ(p->blocks_rebuilt, 2u);
+  auto after = store_->Stat("f", true, true);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->degraded_stripes, 0u);
+  EXPECT_EQ(after->stripes[0].blocks[1].record.device, blocks[1].record.device);  // Not moved.
+  EXPECT_EQ(after->stripes[0].blocks[1].record.lba, blocks[1].record.lba);
+  back = Get("f");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+}
+
 // With nothing known lost, a rebuild reads nothing.
 TEST_F(StoreTest, MissingOnlyRecoverOfAHealthyObjectReadsNothing) {
   const auto data = RandomBytes(8 * 16384, 23);
