@@ -1357,6 +1357,120 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
   return freed;
 }
 
+absl::StatusOr<Store::StripeFindings> Store::RebuildStripe(
+    const ObjectRecord& object, uint64_t stripe, const std::shared_ptr<const ec::Codec>& codec,
+    const std::vector<const BlockRecord*>& by_index, const std::vector<int>& need,
+    const std::vector<int>& evict, StripeBuffer& buffer, std::unique_ptr<BlockReads> reads,
+    bool repair, RecoverProgress& p) {
+  StripeFindings found;
+  LoadReport report;
+  report.repair = repair;
+  absl::StatusOr<std::vector<int>> rebuilt =
+      LoadBlocks(object, stripe, codec, by_index, need, buffer,
+                 " Other stripes are still rebuilt.", std::move(reads), &report);
+  p.blocks_checked += report.blocks_read;
+  p.bytes_checked += report.good_reads * object.block_size;
+  p.blocks_corrupt += report.corrupt_reads;
+  p.blocks_unreadable += report.blocks_read - report.good_reads - report.corrupt_reads;
+  if (!rebuilt.ok()) {
+    if (!absl::IsDataLoss(rebuilt.status())) return rebuilt.status();
+    Log(LogLevel::kError, "object %s: %s", object.name, rebuilt.status().message());
+    ++p.lost_stripes;
+    found.lost = true;
+    return found;
+  }
+  found.bad = std::move(*rebuilt);
+  for (int i : found.bad) {
+    // Known bad and never read: counted here (the reads counted what they found).
+    if (std::find(report.read.begin(), report.read.end(), i) != report.read.end()) continue;
+    if (by_index[i]->corrupt) {
+      ++p.blocks_corrupt;
+    } else if (!DeviceOnline(by_index[i]->device)) {
+      ++p.blocks_unreadable;
+    }
+  }
+  for (int i : evict) {  // Read good, but chosen to move.
+    if (std::find(found.bad.begin(), found.bad.end(), i) == found.bad.end()) {
+      found.evicted.push_back(i);
+    }
+  }
+  return found;
+}
+
+absl::StatusOr<Store::StripeFindings> Store::CheckStripe(
+    const ObjectRecord& object, uint64_t stripe, const std::shared_ptr<const ec::Codec>& codec,
+    const std::vector<const BlockRecord*>& by_index, StripeBuffer& buffer, BlockReads& reads,
+    const RecoverOptions& options, RecoverProgress& p) {
+  StripeFindings found;
+  std::vector<int> available;
+  const std::vector<BlockRead> results = FinishReads(object, reads);
+  for (size_t i = 0; i < by_index.size(); ++i) {
+    const BlockRecord* b = by_index[i];
+    ++p.blocks_checked;
+    if (results[i] == BlockRead::kGood) {
+      p.bytes_checked += object.block_size;
+      available.push_back(static_cast<int>(i));
+      if (options.evict && options.evict(*b)) found.evicted.push_back(static_cast<int>(i));
+      if (b->corrupt && options.repair) {  // It reads back good now (a transient error).
+        (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
+      }
+    } else {
+      found.bad.push_back(static_cast<int>(i));
+      ++(results[i] == BlockRead::kCorrupt ? p.blocks_corrupt : p.blocks_unreadable);
+    }
+  }
+  if (static_cast<int>(available.size()) < codec->data_blocks()) {
+    if (!found.bad.empty()) ++p.lost_stripes;
+    found.lost = true;
+    return found;
+  }
+  if (found.bad.empty()) return found;
+  std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
+  if (absl::Status s = engine_->Run(ec::RecoverTask{codec, std::move(all), available, found.bad});
+      !s.ok()) {
+    return s;
+  }
+  for (int i : found.bad) {  // Never store a rebuilt block that does not match its checksum.
+    // A block missing from the catalog has no checksum; Recover fails if it would store one.
+    if (by_index[i] == nullptr) continue;
+    if (Crc32c(buffer.block(i)) != by_index[i]->crc32c) {
+      Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum",
+          object.name, stripe, i);
+      ++p.lost_stripes;
+      found.lost = true;
+      return found;
+    }
+  }
+  return found;
+}
+
+absl::Status Store::VerifyParity(const ObjectRecord& object, uint64_t stripe,
+                                 const std::shared_ptr<const ec::Codec>& codec,
+                                 StripeBuffer& buffer, StripeBuffer& parity, bool repair,
+                                 StripeFindings& found, RecoverProgress& p) {
+  const int m = static_cast<int>(object.data_blocks);
+  const int k = static_cast<int>(object.parity_blocks);
+  // Data blocks that pass their checksum are what the client wrote: they decide.
+  ec::CreateTask task{codec, {}, {}};
+  for (int i = 0; i < m; ++i) task.data.push_back(buffer.block(i));
+  for (int j = 0; j < k; ++j) task.parity.push_back(parity.block(j));
+  if (absl::Status s = engine_->Run(task); !s.ok()) return s;
+  for (int j = 0; j < k; ++j) {
+    const int i = m + j;
+    if (std::find(found.bad.begin(), found.bad.end(), i) != found.bad.end()) continue;
+    if (std::equal(parity.block(j).begin(), parity.block(j).end(), buffer.block(i).begin())) {
+      continue;
+    }
+    ++p.parity_mismatches;
+    Log(LogLevel::kWarning,
+        "object %s stripe %d parity block %d passes its CRC32C but does not match the data%s",
+        object.name, stripe, i, repair ? "; rewriting it" : "");
+    std::copy(parity.block(j).begin(), parity.block(j).end(), buffer.block(i).begin());
+    found.mismatch.push_back(i);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RecoverProgress> Store::Recover(
     absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
     const RecoverOptions& options) {
@@ -1443,6 +1557,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       // that need a new home: all stripes when checking every block.
       std::vector<uint64_t> work;
       std::vector<std::vector<int>> needs(count);
+      std::vector<std::vector<int>> evicts(count);  // of needs[n], those `evict` chose
       for (uint64_t n = 0; n < count; ++n) {
         if (check_all) {
           work.push_back(n);
@@ -1450,8 +1565,10 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         }
         for (int i = 0; i < width; ++i) {
           const BlockRecord* b = stripes[n][i];
-          if (b == nullptr || b->corrupt || !DeviceOnline(b->device) ||
-              (options.evict && options.evict(*b))) {
+          if (b != nullptr && options.evict && options.evict(*b)) {
+            needs[n].push_back(i);
+            evicts[n].push_back(i);
+          } else if (b == nullptr || b->corrupt || !DeviceOnline(b->device)) {
             needs[n].push_back(i);
           }
         }
@@ -1492,101 +1609,24 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         StripeBuffer* const buffer = stripe_buffers[w % depth];
         std::unique_ptr<BlockReads> reads = std::move(ahead.front());
         ahead.pop_front();
-        std::vector<int> available;
-        std::vector<int> bad;
-        std::vector<int> evicted;   // good blocks that must move off their device anyway
-        std::vector<int> mismatch;  // good parity blocks that differ from the data's encoding
-        if (!check_all) {
-          LoadReport report;
-          report.repair = options.repair;
-          absl::StatusOr<std::vector<int>> rebuilt =
-              LoadBlocks(object, stripe, *codec, by_index, needs[n], *buffer,
-                         " Other stripes are still rebuilt.", std::move(reads), &report);
-          p.blocks_checked += report.blocks_read;
-          p.bytes_checked += report.good_reads * object.block_size;
-          p.blocks_corrupt += report.corrupt_reads;
-          p.blocks_unreadable += report.blocks_read - report.good_reads - report.corrupt_reads;
-          if (!rebuilt.ok()) {
-            if (!absl::IsDataLoss(rebuilt.status())) return abandon(rebuilt.status());
-            Log(LogLevel::kError, "object %s: %s", object.name, rebuilt.status().message());
-            ++p.lost_stripes;
-            continue;
-          }
-          for (int i : *rebuilt) {
-            bad.push_back(i);
-            const BlockRecord* b = by_index[i];
-            // Known bad and never read: counted here (the reads counted what they found).
-            if (std::find(report.read.begin(), report.read.end(), i) != report.read.end()) {
-              continue;
-            }
-            if (b->corrupt) {
-              ++p.blocks_corrupt;
-            } else if (!DeviceOnline(b->device)) {
-              ++p.blocks_unreadable;
-            }
-          }
-          for (int i : needs[n]) {  // Read good, but chosen to move.
-            if (std::find(bad.begin(), bad.end(), i) == bad.end() && options.evict &&
-                options.evict(*by_index[i])) {
-              evicted.push_back(i);
-            }
-          }
-        } else {
-          const std::vector<BlockRead> results = FinishReads(object, *reads);
-          for (int i = 0; i < width; ++i) {
-            const BlockRecord* b = by_index[i];
-            ++p.blocks_checked;
-            const BlockRead result = results[i];
-            if (result == BlockRead::kGood) {
-              p.bytes_checked += object.block_size;
-              available.push_back(i);
-              if (options.evict && options.evict(*b)) evicted.push_back(i);
-              if (b->corrupt && options.repair) {  // It reads back good now (a transient error).
-                (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
-              }
-            } else {
-              bad.push_back(i);
-              ++(result == BlockRead::kCorrupt ? p.blocks_corrupt : p.blocks_unreadable);
-            }
-          }
-          if (static_cast<int>(available.size()) < m) {
-            if (!bad.empty()) ++p.lost_stripes;
-            continue;
-          }
-          if (!bad.empty()) {
-            std::vector<absl::Span<uint8_t>> all(buffer->views.begin(), buffer->views.end());
-            if (absl::Status s =
-                    engine_->Run(ec::RecoverTask{*codec, std::move(all), available, bad});
-                !s.ok()) {
-              return abandon(s);
-            }
-          }
-        }
+        absl::StatusOr<StripeFindings> found =
+            check_all ? CheckStripe(object, stripe, *codec, by_index, *buffer, *reads, options, p)
+                      : RebuildStripe(object, stripe, *codec, by_index, needs[n], evicts[n],
+                                      *buffer, std::move(reads), options.repair, p);
+        if (!found.ok()) return abandon(found.status());
+        if (found->lost) continue;
         if (options.verify_parity) {
-          // Data blocks that pass their checksum are what the client wrote: they decide.
-          ec::CreateTask task{*codec, {}, {}};
-          for (int i = 0; i < m; ++i) task.data.push_back(buffer->block(i));
-          for (int j = 0; j < k; ++j) task.parity.push_back(parity->block(j));
-          if (absl::Status s = engine_->Run(task); !s.ok()) return abandon(s);
-          for (int j = 0; j < k; ++j) {
-            const int i = m + j;
-            if (std::find(bad.begin(), bad.end(), i) != bad.end()) continue;
-            if (std::equal(parity->block(j).begin(), parity->block(j).end(),
-                           buffer->block(i).begin())) {
-              continue;
-            }
-            ++p.parity_mismatches;
-            Log(LogLevel::kWarning,
-                "object %s stripe %d parity block %d passes its CRC32C but does not match the "
-                "data%s",
-                object.name, stripe, i, options.repair ? "; rewriting it" : "");
-            std::copy(parity->block(j).begin(), parity->block(j).end(), buffer->block(i).begin());
-            mismatch.push_back(i);
+          if (absl::Status s = VerifyParity(object, stripe, *codec, *buffer, *parity,
+                                            options.repair, *found, p);
+              !s.ok()) {
+            return abandon(s);
           }
         }
         if (!options.repair) continue;
         // Rebuilt, evicted and recomputed blocks all get new homes.
-        std::vector<int> moves = bad;
+        const std::vector<int>& evicted = found->evicted;
+        const std::vector<int>& mismatch = found->mismatch;
+        std::vector<int> moves = found->bad;
         moves.insert(moves.end(), evicted.begin(), evicted.end());
         moves.insert(moves.end(), mismatch.begin(), mismatch.end());
         if (moves.empty()) continue;
@@ -1607,12 +1647,6 @@ absl::StatusOr<RecoverProgress> Store::Recover(
                 absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));
           }
           BlockRecord old = *by_index[i];
-          if (!recomputed && Crc32c(buffer->block(i)) != old.crc32c) {
-            ++p.lost_stripes;  // Never store a rebuilt block that does not match its checksum.
-            Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum",
-                object.name, stripe, i);
-            break;
-          }
           // Prefer the block's own device (copy-on-write) unless it is being evicted.
           absl::StatusOr<BlockRecord> placed =
               AllocateCopy(old, occupied, /*allow_same_device=*/!forced);

@@ -372,6 +372,38 @@ class Store {
                                               absl::string_view outcome,
                                               std::unique_ptr<BlockReads> first = nullptr,
                                               LoadReport* report = nullptr);
+  // What Recover found in one stripe whose reads were started into `buffer`; the counts go to
+  // the progress.
+  struct StripeFindings {
+    bool lost = false;          // too few good blocks: nothing was rebuilt
+    std::vector<int> bad;       // unreadable, corrupt or missing: rebuilt in the buffer, their
+                                // bytes checked against their recorded CRC32C
+    std::vector<int> evicted;   // read good, but must move off their device anyway
+    std::vector<int> mismatch;  // good parity that differs from the data's encoding: recomputed
+  };
+  // Recover's rebuild (RecoverOptions::check_all false): LoadBlocks of blocks `need` of the
+  // stripe, of which `evict` are chosen to move.
+  absl::StatusOr<StripeFindings> RebuildStripe(const ObjectRecord& object, uint64_t stripe,
+                                               const std::shared_ptr<const ec::Codec>& codec,
+                                               const std::vector<const BlockRecord*>& by_index,
+                                               const std::vector<int>& need,
+                                               const std::vector<int>& evict,
+                                               StripeBuffer& buffer,
+                                               std::unique_ptr<BlockReads> reads, bool repair,
+                                               RecoverProgress& p);
+  // Recover's full check: finishes `reads` (every block of the stripe) and rebuilds the bad
+  // blocks from the good ones.
+  absl::StatusOr<StripeFindings> CheckStripe(const ObjectRecord& object, uint64_t stripe,
+                                             const std::shared_ptr<const ec::Codec>& codec,
+                                             const std::vector<const BlockRecord*>& by_index,
+                                             StripeBuffer& buffer, BlockReads& reads,
+                                             const RecoverOptions& options, RecoverProgress& p);
+  // Encodes the stripe's data in `buffer` into `parity` and overwrites each good parity block
+  // of the buffer that differs, adding it to `found.mismatch`.
+  absl::Status VerifyParity(const ObjectRecord& object, uint64_t stripe,
+                            const std::shared_ptr<const ec::Codec>& codec, StripeBuffer& buffer,
+                            StripeBuffer& parity, bool repair, StripeFindings& found,
+                            RecoverProgress& p);
   // Allocates a new extent for a rewritten block `old`: on its own device if that is online and
   // has room, else on the emptiest online device with `occupied` 0 (a device holding no other
   // block of the stripe). With !allow_same_device the block must leave its device (evacuation).
