@@ -1366,8 +1366,8 @@ absl::StatusOr<Store::StripeFindings> Store::RebuildStripe(
   LoadReport report;
   report.repair = repair;
   absl::StatusOr<std::vector<int>> rebuilt =
-      LoadBlocks(object, stripe, codec, by_index, need, buffer,
-                 " Other stripes are still rebuilt.", std::move(reads), &report);
+      LoadBlocks(object, stripe, codec, by_index, need, buffer, " Other stripes are still rebuilt.",
+                 std::move(reads), &report);
   p.blocks_checked += report.blocks_read;
   p.bytes_checked += report.good_reads * object.block_size;
   p.blocks_corrupt += report.corrupt_reads;
@@ -1616,8 +1616,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         if (!found.ok()) return abandon(found.status());
         if (found->lost) continue;
         if (options.verify_parity) {
-          if (absl::Status s = VerifyParity(object, stripe, *codec, *buffer, *parity,
-                                            options.repair, *found, p);
+          if (absl::Status s =
+                  VerifyParity(object, stripe, *codec, *buffer, *parity, options.repair, *found, p);
               !s.ok()) {
             return abandon(s);
           }

@@ -387,8 +387,7 @@ class Store {
                                                const std::shared_ptr<const ec::Codec>& codec,
                                                const std::vector<const BlockRecord*>& by_index,
                                                const std::vector<int>& need,
-                                               const std::vector<int>& evict,
-                                               StripeBuffer& buffer,
+                                               const std::vector<int>& evict, StripeBuffer& buffer,
                                                std::unique_ptr<BlockReads> reads, bool repair,
                                                RecoverProgress& p);
   // Recover's full check: finishes `reads` (every block of the stripe) and rebuilds the bad
