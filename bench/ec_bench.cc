@@ -302,7 +302,7 @@ void BM_RecoverRawIsal(benchmark::State& state) {
 // Makes the recover task of stripe s: data blocks 0..e-1 lost, rebuilt from data e..M-1 and
 // parity 0..e-1 (the survivors raw ISA-L reads).
 auto RecoverOf(const std::shared_ptr<const Codec>& codec, Stripes& st, int e) {
-  std::vector<int> available, wanted;
+  ecd::ec::BlockIndices available, wanted;
   for (int i = 0; i < st.m + e; ++i) (i < e ? wanted : available).push_back(i);
   return [codec, &st, available, wanted](int s) {
     ecd::ec::RecoverTask t{codec, {}, available, wanted};

@@ -40,7 +40,7 @@ uint64_t SourceChecksum(const Task& task) {
         } else if constexpr (std::is_same_v<T, RecoverTask>) {
           for (int i : t.available) {
             if (i >= 0 && static_cast<size_t>(i) < t.blocks.size()) {
-              AddChecksum(sum, std::vector<absl::Span<uint8_t>>{t.blocks[i]});
+              AddChecksum(sum, absl::MakeConstSpan(&t.blocks[i], 1));
             }
           }
         } else {

@@ -41,40 +41,51 @@
 #include <variant>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "lib/ec/codec.h"
 
 namespace ecd::ec {
 
+// A task's lists of blocks and of block indices. Up to kInlineBlocks entries live inside the
+// task itself, so a task for a stripe of up to 20 blocks (16+4) allocates nothing: a task is
+// built on one thread and destroyed on a worker, and heap blocks that cross threads that way
+// made the submitter and the worker contend for the allocator's lock at every task (measured:
+// docs/benchmarks.md). Longer lists spill to the heap and work the same.
+inline constexpr size_t kInlineBlocks = 20;
+using ConstBlocks = absl::InlinedVector<absl::Span<const uint8_t>, kInlineBlocks>;
+using MutableBlocks = absl::InlinedVector<absl::Span<uint8_t>, kInlineBlocks>;
+using BlockIndices = absl::InlinedVector<int, kInlineBlocks>;
+
 struct CreateTask {
   std::shared_ptr<const Codec> codec;
-  std::vector<absl::Span<const uint8_t>> data;  // M blocks.
-  std::vector<absl::Span<uint8_t>> parity;      // K blocks, written.
+  ConstBlocks data;      // M blocks.
+  MutableBlocks parity;  // K blocks, written.
 };
 
 struct UpdateTask {
   std::shared_ptr<const Codec> codec;
-  std::vector<int> changed;                           // Ascending data indices.
-  std::vector<absl::Span<const uint8_t>> old_data;    // One per changed index.
-  std::vector<absl::Span<const uint8_t>> new_data;    // One per changed index.
-  std::vector<absl::Span<const uint8_t>> old_parity;  // K blocks.
-  std::vector<absl::Span<uint8_t>> new_parity;        // K blocks, written (may be old_parity).
+  BlockIndices changed;      // Ascending data indices.
+  ConstBlocks old_data;      // One per changed index.
+  ConstBlocks new_data;      // One per changed index.
+  ConstBlocks old_parity;    // K blocks.
+  MutableBlocks new_parity;  // K blocks, written (may be old_parity).
 };
 
 struct RecoverTask {
   std::shared_ptr<const Codec> codec;
-  std::vector<absl::Span<uint8_t>> blocks;  // All M+K blocks of the stripe, in index order.
-  std::vector<int> available;               // Indices holding good bytes (>= M).
-  std::vector<int> wanted;                  // Indices to rebuild.
+  MutableBlocks blocks;    // All M+K blocks of the stripe, in index order.
+  BlockIndices available;  // Indices holding good bytes (>= M).
+  BlockIndices wanted;     // Indices to rebuild.
 };
 
 struct GaloisMulTask {
   std::vector<uint8_t> coefficients;  // rows x cols, row-major.
   int rows = 0;
   int cols = 0;
-  std::vector<absl::Span<const uint8_t>> src;  // cols blocks.
-  std::vector<absl::Span<uint8_t>> dst;        // rows blocks, written.
+  ConstBlocks src;    // cols blocks.
+  MutableBlocks dst;  // rows blocks, written.
 };
 
 using Task = std::variant<CreateTask, UpdateTask, RecoverTask, GaloisMulTask>;

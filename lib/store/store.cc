@@ -564,10 +564,11 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   return object;
 }
 
-std::unique_ptr<Store::BlockReads> Store::StartLoad(int m,
+std::unique_ptr<Store::BlockReads> Store::StartLoad(const ObjectRecord& object,
                                                     const std::vector<const BlockRecord*>& by_index,
                                                     const std::vector<int>& need,
                                                     StripeBuffer& buffer) {
+  const size_t m = object.data_blocks;
   auto reads = std::make_unique<BlockReads>();
   std::vector<bool> chosen(by_index.size(), false);
   auto readable = [&](size_t i) {
@@ -584,11 +585,11 @@ std::unique_ptr<Store::BlockReads> Store::StartLoad(int m,
     if (readable(i)) add(i);
   }
   if (reads->indices.size() < need.size()) {  // Some will be rebuilt: read M blocks in all.
-    for (size_t i = 0; i < by_index.size() && reads->indices.size() < static_cast<size_t>(m); ++i) {
+    for (size_t i = 0; i < by_index.size() && reads->indices.size() < m; ++i) {
       if (!chosen[i] && readable(i)) add(i);
     }
   }
-  StartReads(*reads);
+  StartReads(object, *reads);
   return reads;
 }
 
@@ -608,7 +609,7 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
                                               " Run `ecctl recover ", object.name, "`"));
     }
   }
-  if (first == nullptr) first = StartLoad(m, by_index, need, buffer);
+  if (first == nullptr) first = StartLoad(object, by_index, need, buffer);
   std::vector<bool> tried(width, false);
   std::vector<int> available;
   auto in_need = [&](int i) { return std::find(need.begin(), need.end(), i) != need.end(); };
@@ -656,7 +657,7 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
       more.outs.push_back(buffer.block(i));
     }
     if (more.indices.empty()) break;
-    StartReads(more);
+    StartReads(object, more);
     finish(more);
   }
   // Last resort: blocks flagged corrupt earlier (perhaps by a transient read error); their
@@ -696,9 +697,11 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
   }
   if (wanted.empty()) return wanted;
   std::sort(available.begin(), available.end());
-  std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-  if (absl::Status s = engine_->Run(ec::RecoverTask{codec, std::move(all), available, wanted});
-      !s.ok()) {
+  ec::RecoverTask task{codec,
+                       {buffer.views.begin(), buffer.views.end()},
+                       {available.begin(), available.end()},
+                       {wanted.begin(), wanted.end()}};
+  if (absl::Status s = engine_->Run(task); !s.ok()) {
     return s;
   }
   for (int i : wanted) {  // Rebuilt bytes must match the checksum recorded at encode.
@@ -853,7 +856,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
           !rebuilt.ok()) {
         return abandon(rebuilt.status());
       }
-      ec::UpdateTask task{*codec, changed, {}, {}, {}, {}};
+      ec::UpdateTask task{*codec, {changed.begin(), changed.end()}, {}, {}, {}, {}};
       for (int i : changed) {
         // The new block: the source's bytes in [from, to), the old bytes around them.
         const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
@@ -1066,10 +1069,11 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
   }
 }
 
-void Store::StartReads(BlockReads& reads) {
+void Store::StartReads(const ObjectRecord& object, BlockReads& reads) {
   const size_t n = reads.blocks.size();
   BlockIo& io = reads.io;
   io.Reset(n);
+  reads.checksum_failed.assign(n, 0);
   for (size_t j = 0; j < n; ++j) {
     const BlockRecord* b = reads.blocks[j];
     if (b == nullptr) continue;
@@ -1077,7 +1081,18 @@ void Store::StartReads(BlockReads& reads) {
     if (io.devices[j] == nullptr) continue;
     const absl::Span<uint8_t> padded(reads.outs[j].data(),
                                      static_cast<size_t>(b->lba_count) * options_.lba_size);
-    io.devices[j]->ReadAsync(b->lba, padded, io.batch.Track(&io.status[j]));
+    // The check runs before the batch counts the read done, so FinishReads sees its verdict.
+    io.devices[j]->ReadAsync(
+        b->lba, padded,
+        [done = io.batch.Track(&io.status[j]),
+         bytes = padded.first(std::min<size_t>(padded.size(), object.block_size)),
+         expected = b->crc32c, failed = &reads.checksum_failed[j]](absl::Status s) {
+          if (s.ok() && Crc32c(bytes) != expected) {
+            *failed = 1;
+            s = absl::DataLossError("checksum mismatch");
+          }
+          done(std::move(s));
+        });
   }
 }
 
@@ -1091,15 +1106,14 @@ std::vector<Store::BlockRead> Store::FinishReads(const ObjectRecord& object, Blo
     io.devices[j] = nullptr;
     const BlockRecord& b = *reads.blocks[j];
     absl::Status& s = io.status[j];
-    if (!s.ok()) {
-      Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
-          s.message());
-    } else if (Crc32c(reads.outs[j].first(object.block_size)) != b.crc32c) {
+    if (reads.checksum_failed[j]) {
       Log(LogLevel::kWarning,
           "object %s stripe %d block %d on device %d LBA %d fails its CRC32C; not served, "
           "marked for rebuild",
           object.name, b.stripe, b.index, b.device, b.lba);
-      s = absl::DataLossError("checksum mismatch");
+    } else if (!s.ok()) {
+      Log(LogLevel::kWarning, "object %s stripe %d block %d: %s", object.name, b.stripe, b.index,
+          s.message());
     }
     if (!s.ok()) {
       if (!b.corrupt) (void)catalog_->SetBlockCorrupt(object.id, b.stripe, b.index, true);
@@ -1116,7 +1130,7 @@ Store::BlockRead Store::ReadBlock(const ObjectRecord& object, const BlockRecord&
   BlockReads reads;
   reads.blocks.push_back(&b);
   reads.outs.push_back(out);
-  StartReads(reads);
+  StartReads(object, reads);
   return FinishReads(object, reads)[0];
 }
 
@@ -1202,7 +1216,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
       for (int i = static_cast<int>(a.lo / bs); i <= static_cast<int>((a.hi - 1) / bs); ++i) {
         a.need.push_back(i);
       }
-      a.reads = StartLoad(m, a.by_index, a.need, *a.buffer);
+      a.reads = StartLoad(object, a.by_index, a.need, *a.buffer);
       ahead.push_back(std::move(a));
     }
     while (!ahead.empty()) {  // They point into `blocks`.
@@ -1287,7 +1301,7 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
           reads.blocks.push_back(&(*blocks)[first + to_read[j]]);
           reads.outs.push_back(buffer->block(static_cast<int>(j - at)));
         }
-        StartReads(reads);
+        StartReads(object, reads);
         const std::vector<BlockRead> results = FinishReads(object, reads);
         for (size_t j = 0; j < results.size(); ++j) {
           healthy[to_read[at + j]] = results[j] == BlockRead::kGood;
@@ -1425,9 +1439,11 @@ absl::StatusOr<Store::StripeFindings> Store::CheckStripe(
     return found;
   }
   if (found.bad.empty()) return found;
-  std::vector<absl::Span<uint8_t>> all(buffer.views.begin(), buffer.views.end());
-  if (absl::Status s = engine_->Run(ec::RecoverTask{codec, std::move(all), available, found.bad});
-      !s.ok()) {
+  ec::RecoverTask task{codec,
+                       {buffer.views.begin(), buffer.views.end()},
+                       {available.begin(), available.end()},
+                       {found.bad.begin(), found.bad.end()}};
+  if (absl::Status s = engine_->Run(task); !s.ok()) {
     return s;
   }
   for (int i : found.bad) {  // Never store a rebuilt block that does not match its checksum.
@@ -1578,12 +1594,12 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       // rebuild what LoadBlocks reads first.
       auto start_stripe = [&](size_t w) {
         const uint64_t n = work[w];
-        if (!check_all) return StartLoad(m, stripes[n], needs[n], *stripe_buffers[w % depth]);
+        if (!check_all) return StartLoad(object, stripes[n], needs[n], *stripe_buffers[w % depth]);
         auto reads = std::make_unique<BlockReads>();
         for (int i = 0; i < width; ++i) reads->indices.push_back(i);
         reads->blocks = stripes[n];
         reads->outs = stripe_buffers[w % depth]->views;
-        StartReads(*reads);
+        StartReads(object, *reads);
         return reads;
       };
       p.stripes_done = batch;  // Every stripe before this batch; the batch's when it ends.

@@ -331,14 +331,19 @@ class Store {
                            std::vector<BlockRecord>& records, std::vector<bool>& touched);
   enum class BlockRead { kGood, kUnreadable, kCorrupt };
   // Block reads in flight together: StartReads starts blocks[j] into outs[j] for every j,
-  // FinishReads waits for them and checks each one. The destructor waits too.
+  // FinishReads waits for them and reports on each one. The destructor waits too.
   struct BlockReads {
     std::vector<int> indices;  // in the stripe, for the caller
     std::vector<const BlockRecord*> blocks;
     std::vector<absl::Span<uint8_t>> outs;
+    // Per block, set before its completion: 1 when its bytes failed its CRC32C.
+    std::vector<uint8_t> checksum_failed;
     BlockIo io;  // last: destroyed (waited for) first
   };
-  void StartReads(BlockReads& reads);
+  // Each read's bytes are checked against the block's CRC32C as soon as the read completes, on
+  // the device's completion thread: the checks of a stripe's blocks run in parallel, beside the
+  // caller, while the bytes are still in cache. REQUIRES: the blocks outlive FinishReads.
+  void StartReads(const ObjectRecord& object, BlockReads& reads);
   // kUnreadable when a block is null, its device is not online or the read failed, kCorrupt
   // when its bytes fail the block's CRC32C. Marks bad blocks corrupt in the catalog.
   std::vector<BlockRead> FinishReads(const ObjectRecord& object, BlockReads& reads);
@@ -347,7 +352,8 @@ class Store {
   // Starts the first reads LoadBlocks needs for blocks `need` of a stripe: those not flagged
   // corrupt on online devices, and when some of `need` cannot be read so, other blocks of the
   // stripe to make M.
-  std::unique_ptr<BlockReads> StartLoad(int m, const std::vector<const BlockRecord*>& by_index,
+  std::unique_ptr<BlockReads> StartLoad(const ObjectRecord& object,
+                                        const std::vector<const BlockRecord*>& by_index,
                                         const std::vector<int>& need, StripeBuffer& buffer);
   // Makes blocks `need` of stripe `stripe` good in `buffer`: finishes `first` (StartLoad's
   // reads; started here when null), and when some of `need` are bad reads other blocks of the
