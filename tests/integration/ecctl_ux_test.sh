@@ -176,6 +176,28 @@ json_ok ecctl --json read big -o "$WORK/big.json.out"
 ecctl --json read small -o - 2>"$WORK/read.stderr" >"$WORK/read.stdout"
 [ "$(cat "$WORK/read.stdout")" = hello ] || fail "read -o - --json: the bytes are not on stdout"
 json 'd["name"]' <"$WORK/read.stderr" | grep -qx small || fail "read -o - --json: no JSON on stderr"
+
+# A pipe of the default 64 KiB took 16 wake-ups per 1 MiB message; ecctl grows it to 1 MiB.
+step "read -o - into a pipe: the pipe is grown to 1 MiB and every byte arrives"
+python3 - "$ECTL" --addr "$ADDR" --quiet read big -o - >"$WORK/pipe.txt" <<'PY' || fail "read into a pipe failed"
+import fcntl, hashlib, os, subprocess, sys
+F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
+r, w = os.pipe()
+fcntl.fcntl(w, F_SETPIPE_SZ, 65536)  # the default size, whatever this system's default is
+child = subprocess.Popen(sys.argv[1:], stdout=w, stdin=subprocess.DEVNULL)
+os.close(w)
+digest, count = hashlib.sha256(), 0
+while chunk := os.read(r, 1 << 20):
+    digest.update(chunk)
+    count += len(chunk)
+print(child.wait(), fcntl.fcntl(r, F_GETPIPE_SZ), count, digest.hexdigest())
+PY
+ecctl --quiet read big -o "$WORK/big.copy"
+read -r pipe_rc pipe_size pipe_bytes pipe_sum <"$WORK/pipe.txt"
+[ "$pipe_rc" = 0 ] || fail "read -o - into a pipe exited $pipe_rc"
+[ "$pipe_size" = 1048576 ] || fail "read -o - left the pipe at $pipe_size bytes, not 1 MiB"
+[ "$pipe_bytes" = "$(stat -c %s "$WORK/big.copy")" ] || fail "read -o - into a pipe: $pipe_bytes bytes"
+[ "$pipe_sum" = "$(sha256sum "$WORK/big.copy" | cut -d' ' -f1)" ] || fail "read -o - into a pipe: other bytes"
 json_ok ecctl --json update small --offset 0 --data-hex 4a
 json_ok ecctl --json update small --offset 0 --file "$WORK/patch.bin"
 json_ok ecctl --json recover small
