@@ -88,11 +88,14 @@ TEST(CompletionTest, WaitPollsOnlyWhenACpuIsLeftForTheWaiter) {
   ASSERT_GE(cpus, 1);
   Engine all(EngineOptions{.workers = cpus});
   EXPECT_EQ(all.waiter_poll(), microseconds(0));
+  EXPECT_FALSE(all.spare_cpu());
   Engine more(EngineOptions{.workers = cpus + 1});
   EXPECT_EQ(more.waiter_poll(), microseconds(0));
+  EXPECT_FALSE(more.spare_cpu());
   if (cpus > 1) {
     Engine fewer(EngineOptions{.workers = cpus - 1});
     EXPECT_EQ(fewer.waiter_poll(), Completion::kDefaultPoll);
+    EXPECT_TRUE(fewer.spare_cpu());
   }
   for (Engine* engine : {&all, &more}) {
     Completion done(3);

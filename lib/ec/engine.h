@@ -169,6 +169,12 @@ class Engine {
   // two CPUs, the workers ran two thirds of the time.
   std::chrono::microseconds waiter_poll() const { return waiter_poll_; }
 
+  // True when the workers leave a CPU of this process free: only then does a caller gain by
+  // lending its thread through Progress() rather than just waiting. With a worker on every CPU,
+  // a caller that also runs tasks competes with the workers for the CPUs and leaves them to
+  // poll idle (measured on the store's encode: docs/benchmarks.md).
+  bool spare_cpu() const { return waiter_poll_.count() > 0; }
+
  private:
   struct Pending {
     Task task;

@@ -484,7 +484,9 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   auto finish_oldest = [&]() -> absl::Status {
     std::unique_ptr<InFlight> f = std::move(in_flight.front());
     in_flight.pop_front();
-    engine_->Progress();  // Run queued stripes here rather than sleep until a worker has.
+    // With a CPU the workers leave free, run queued stripes here rather than sleep until a
+    // worker has; without one, this thread would only take CPU time from the workers.
+    if (engine_->spare_cpu()) engine_->Progress();
     absl::Status s = f->started.get();
     absl::Status written = f->write.Finish();
     if (s.ok()) s = written;
