@@ -681,6 +681,14 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
       }
     }
   }
+  // A block of `need` that StartLoad could not read (its device was offline then) may have read
+  // good since, once its device came back: it is served as read, not rebuilt.
+  wanted.erase(std::remove_if(wanted.begin(), wanted.end(),
+                              [&](int i) {
+                                return std::find(available.begin(), available.end(), i) !=
+                                       available.end();
+                              }),
+               wanted.end());
   if (static_cast<int>(available.size()) < m) {
     return absl::DataLossError(absl::StrCat(
         "stripe ", stripe, " of \"", object.name, "\" has only ", available.size(),
@@ -1555,11 +1563,17 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       // By buffer: the writes of the rebuilt blocks of the stripe last worked on in it, waited
       // for before the buffer is read into again and before the batch commits.
       std::vector<std::unique_ptr<BlockIo>> writes(depth);
+      // A failed write of a rebuilt block loses nothing: the batch commits nothing and the old
+      // blocks stay where they were. Unavailable says so, rather than the device's DataLoss.
       auto finish_writes = [&](std::unique_ptr<BlockIo>& io) {
         if (io == nullptr) return absl::OkStatus();
         absl::Status s = io->Finish();
         io.reset();
-        return s;
+        if (s.ok()) return s;
+        return absl::UnavailableError(absl::StrCat(
+            "writing a rebuilt block of \"", name, "\" failed (", s.message(),
+            "); nothing of this batch was committed and no data was lost. Check the devices "
+            "(`ecctl device ls`) and run recover again"));
       };
       auto abandon = [&](absl::Status s) {
         for (std::unique_ptr<BlockIo>& io : writes) (void)finish_writes(io);
