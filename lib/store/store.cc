@@ -643,11 +643,10 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
     }
   };
   finish(*first);
-  std::vector<int> wanted;
-  for (int i : need) {
-    if (std::find(available.begin(), available.end(), i) == available.end()) wanted.push_back(i);
-  }
-  if (wanted.empty()) return wanted;
+  auto good = [&](int i) {
+    return std::find(available.begin(), available.end(), i) != available.end();
+  };
+  if (std::all_of(need.begin(), need.end(), good)) return std::vector<int>{};
   // More blocks, as many at a time as are still missing, until M are good.
   while (static_cast<int>(available.size()) < m) {
     BlockReads more;
@@ -674,21 +673,12 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
       if (report == nullptr || report->repair) {
         (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
       }
-      wanted.erase(std::remove(wanted.begin(), wanted.end(), i), wanted.end());
       if (report != nullptr) {
         auto& bad = report->found_bad;
         bad.erase(std::remove(bad.begin(), bad.end(), i), bad.end());
       }
     }
   }
-  // A block of `need` that StartLoad could not read (its device was offline then) may have read
-  // good since, once its device came back: it is served as read, not rebuilt.
-  wanted.erase(std::remove_if(wanted.begin(), wanted.end(),
-                              [&](int i) {
-                                return std::find(available.begin(), available.end(), i) !=
-                                       available.end();
-                              }),
-               wanted.end());
   if (static_cast<int>(available.size()) < m) {
     return absl::DataLossError(absl::StrCat(
         "stripe ", stripe, " of \"", object.name, "\" has only ", available.size(),
@@ -697,33 +687,44 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
         " Bring failed devices back online (`ecctl device online`) and retry; otherwise "
         "restore this object from a backup"));
   }
+  // What to rebuild is decided only now, after every read: a block of `need` that StartLoad
+  // could not read (its device was offline then) may have read good since.
+  std::vector<int> wanted;
+  for (int i : need) {
+    if (!good(i)) wanted.push_back(i);
+  }
   if (report != nullptr) {  // Rebuild what read bad on the way too.
     for (int i : report->found_bad) {
-      if (std::find(available.begin(), available.end(), i) == available.end() &&
-          by_index[i] != nullptr) {
-        wanted.push_back(i);
-      }
+      if (!good(i) && by_index[i] != nullptr) wanted.push_back(i);
     }
   }
   if (wanted.empty()) return wanted;
   std::sort(available.begin(), available.end());
+  absl::StatusOr<int> failed = RebuildInBuffer(codec, by_index, buffer, available, wanted);
+  if (!failed.ok()) return failed.status();
+  if (*failed >= 0) {
+    return absl::DataLossError(absl::StrCat(
+        "stripe ", stripe, " block ", *failed, " of \"", object.name,
+        "\" rebuilt to bytes that fail its checksum: more blocks are damaged than their "
+        "checksums show.",
+        outcome, " Run `ecctl recover ", object.name, "` and check the devices"));
+  }
+  return wanted;
+}
+
+absl::StatusOr<int> Store::RebuildInBuffer(const std::shared_ptr<const ec::Codec>& codec,
+                                           const std::vector<const BlockRecord*>& by_index,
+                                           StripeBuffer& buffer, const std::vector<int>& available,
+                                           const std::vector<int>& wanted) {
   ec::RecoverTask task{codec,
                        {buffer.views.begin(), buffer.views.end()},
                        {available.begin(), available.end()},
                        {wanted.begin(), wanted.end()}};
-  if (absl::Status s = engine_->Run(task); !s.ok()) {
-    return s;
+  if (absl::Status s = engine_->Run(task); !s.ok()) return s;
+  for (int i : wanted) {
+    if (by_index[i] != nullptr && Crc32c(buffer.block(i)) != by_index[i]->crc32c) return i;
   }
-  for (int i : wanted) {  // Rebuilt bytes must match the checksum recorded at encode.
-    if (Crc32c(buffer.block(i)) != by_index[i]->crc32c) {
-      return absl::DataLossError(absl::StrCat(
-          "stripe ", stripe, " block ", i, " of \"", object.name,
-          "\" rebuilt to bytes that fail its checksum: more blocks are damaged than their "
-          "checksums show.",
-          outcome, " Run `ecctl recover ", object.name, "` and check the devices"));
-    }
-  }
-  return wanted;
+  return -1;
 }
 
 absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
@@ -1449,23 +1450,15 @@ absl::StatusOr<Store::StripeFindings> Store::CheckStripe(
     return found;
   }
   if (found.bad.empty()) return found;
-  ec::RecoverTask task{codec,
-                       {buffer.views.begin(), buffer.views.end()},
-                       {available.begin(), available.end()},
-                       {found.bad.begin(), found.bad.end()}};
-  if (absl::Status s = engine_->Run(task); !s.ok()) {
-    return s;
-  }
-  for (int i : found.bad) {  // Never store a rebuilt block that does not match its checksum.
-    // A block missing from the catalog has no checksum; Recover fails if it would store one.
-    if (by_index[i] == nullptr) continue;
-    if (Crc32c(buffer.block(i)) != by_index[i]->crc32c) {
-      Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum",
-          object.name, stripe, i);
-      ++p.lost_stripes;
-      found.lost = true;
-      return found;
-    }
+  // Never store a rebuilt block that does not match its checksum. (A block missing from the
+  // catalog has no checksum; Recover fails if it would store one.)
+  absl::StatusOr<int> failed = RebuildInBuffer(codec, by_index, buffer, available, found.bad);
+  if (!failed.ok()) return failed.status();
+  if (*failed >= 0) {
+    Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum", object.name,
+        stripe, *failed);
+    ++p.lost_stripes;
+    found.lost = true;
   }
   return found;
 }

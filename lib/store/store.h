@@ -378,6 +378,13 @@ class Store {
                                               absl::string_view outcome,
                                               std::unique_ptr<BlockReads> first = nullptr,
                                               LoadReport* report = nullptr);
+  // Rebuilds blocks `wanted` of `buffer` from blocks `available` (ascending), then checks each
+  // rebuilt block that the catalog has against its recorded CRC32C. Returns the first index whose
+  // bytes fail it (more blocks are damaged than their checksums show), else -1.
+  absl::StatusOr<int> RebuildInBuffer(const std::shared_ptr<const ec::Codec>& codec,
+                                      const std::vector<const BlockRecord*>& by_index,
+                                      StripeBuffer& buffer, const std::vector<int>& available,
+                                      const std::vector<int>& wanted);
   // What Recover found in one stripe whose reads were started into `buffer`; the counts go to
   // the progress.
   struct StripeFindings {
