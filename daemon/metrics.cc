@@ -10,12 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "daemon/data_message.h"
 #include "lib/util/log.h"
 
 namespace ecd::daemon {
@@ -180,7 +182,9 @@ DaemonMetrics::DaemonMetrics(const std::string& version)
     for (int j = 0; j < service->method_count(); ++j) {
       const std::string path =
           absl::StrCat("/", service->full_name(), "/", service->method(j)->name());
-      rpc_series_[path] = add(path, RpcSeries::Body::kProtobuf);
+      const bool raw = absl::c_linear_search(kRawRequestMethods, path);
+      rpc_series_[path] =
+          add(path, raw ? RpcSeries::Body::kByteBuffer : RpcSeries::Body::kProtobuf);
     }
   }
   for (const char* path : {"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch"}) {

@@ -48,7 +48,7 @@ class DaemonMetrics {
     // How the method's messages reach an interceptor.
     enum class Body {
       kProtobuf,    // google::protobuf::MessageLite (ecd.v1, server reflection)
-      kByteBuffer,  // grpc::ByteBuffer (gRPC's own health service)
+      kByteBuffer,  // grpc::ByteBuffer (gRPC's health service; kRawRequestMethods' requests)
       kUnknown,     // a method ecd does not serve: nothing is read from its messages
     };
     Body body() const { return body_; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/auth.h"
 #include "daemon/convert.h"
+#include "daemon/data_message.h"
 
 namespace ecd::daemon {
 namespace {
@@ -42,14 +44,15 @@ grpc::Status Finish(const grpc::ServerContext* context, const absl::Status& s,
 }
 
 // Feeds the data of a client stream (Encode or Update) to the store, the first message's bytes
-// included. Only the first message may carry a header. At most `max_bytes` are taken (the
-// stream fails as soon as more arrive, with `refused`), and when `declared` is set the
-// stream must carry exactly that many.
-template <typename Request>
+// included, copying each message's data straight from gRPC's slices into the store's buffer
+// (DataMessage). Only the first message may carry a header (of type Header). At most
+// `max_bytes` are taken (the stream fails as soon as more arrive, with `refused`), and when
+// `declared` is set the stream must carry exactly that many.
+template <typename Header>
 class StreamSource final : public store::ByteSource {
  public:
-  StreamSource(grpc::ServerContext* context, grpc::ServerReader<Request>* reader, Request first,
-               const char* what, uint64_t max_bytes, std::string limit_text,
+  StreamSource(grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
+               DataMessage first, const char* what, uint64_t max_bytes, std::string limit_text,
                std::optional<uint64_t> declared = std::nullopt)
       : context_(context),
         reader_(reader),
@@ -58,7 +61,7 @@ class StreamSource final : public store::ByteSource {
         max_bytes_(max_bytes),
         limit_text_(std::move(limit_text)),
         declared_(declared),
-        received_(current_.data().size()) {}
+        received_(current_.data_size()) {}
 
   // The limit that stopped the stream, if one did.
   std::optional<Limit> refused() const { return refused_; }
@@ -83,24 +86,11 @@ class StreamSource final : public store::ByteSource {
   }
 
   absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
-    if (const size_t n = current_.ByteSizeLong(); n > max_message_) {
-      refused_ = Limit::kMessageSize;
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "an ", what_, " message of ", n, " bytes is larger than the limit of ", max_message_,
-          " bytes (--max-message-size); send the data in smaller messages (ecctl sends 1 MiB)"
-          "; nothing was stored"));
-    }
-    if (received_ > max_bytes_) {
-      refused_ = Limit::kObjectSize;
-      return absl::InvalidArgumentError(absl::StrCat("the ", what_, " stream carried more than ",
-                                                     max_bytes_, " bytes: ", limit_text_,
-                                                     "; nothing was stored"));
-    }
-    while (at_ == current_.data().size()) {
+    if (absl::Status s = CheckLimits(current_.wire_size()); !s.ok()) return s;
+    while (at_ == current_.data_size()) {
       if (done_) return 0;
-      current_.Clear();
       at_ = 0;
-      if (!reader_->Read(&current_)) {
+      if (!reader_->Read(&raw_)) {
         done_ = true;
         if (context_->IsCancelled()) {
           return absl::CancelledError(
@@ -113,36 +103,82 @@ class StreamSource final : public store::ByteSource {
         }
         return 0;
       }
+      // Checked before parsing, so a message over the limit is refused as such.
+      if (absl::Status s = CheckLimits(raw_.Length()); !s.ok()) return s;
+      if (absl::Status s = current_.Parse(&raw_, &scratch_); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "an ", what_, " message was refused: ", s.message(), "; nothing was stored"));
+      }
       if (current_.has_header()) {
         return absl::InvalidArgumentError(absl::StrCat("only the first message of an ", what_,
                                                        " stream may carry a header; nothing was "
                                                        "stored"));
       }
-      received_ += current_.data().size();
-      if (received_ > max_bytes_ || current_.ByteSizeLong() > max_message_) {
-        return Read(buffer);  // The refusals above.
-      }
+      received_ += current_.data_size();
+      if (absl::Status s = CheckLimits(current_.wire_size()); !s.ok()) return s;
     }
-    const size_t n = std::min(buffer.size(), current_.data().size() - at_);
-    std::memcpy(buffer.data(), current_.data().data() + at_, n);
+    const size_t n = current_.CopyData(at_, buffer);
     at_ += n;
     return n;
   }
 
  private:
+  // The refusals: a message over --max-message-size, or more bytes than max_bytes_.
+  absl::Status CheckLimits(uint64_t message_size) {
+    if (message_size > max_message_) {
+      refused_ = Limit::kMessageSize;
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "an ", what_, " message of ", message_size, " bytes is larger than the limit of ",
+          max_message_,
+          " bytes (--max-message-size); send the data in smaller messages (ecctl sends 1 MiB)"
+          "; nothing was stored"));
+    }
+    if (received_ > max_bytes_) {
+      refused_ = Limit::kObjectSize;
+      return absl::InvalidArgumentError(absl::StrCat("the ", what_, " stream carried more than ",
+                                                     max_bytes_, " bytes: ", limit_text_,
+                                                     "; nothing was stored"));
+    }
+    return absl::OkStatus();
+  }
+
   grpc::ServerContext* const context_;
-  grpc::ServerReader<Request>* const reader_;
-  Request current_;
+  grpc::ServerReader<grpc::ByteBuffer>* const reader_;
+  DataMessage current_;
+  grpc::ByteBuffer raw_;  // The message being received.
+  Header scratch_;        // Where a (refused) header of a later message is parsed to.
   const char* const what_;
   const uint64_t max_bytes_;
   const std::string limit_text_;
   const std::optional<uint64_t> declared_;
   uint64_t max_message_ = UINT64_MAX;
   uint64_t received_;  // data bytes of the messages read so far
-  size_t at_ = 0;
+  uint64_t at_ = 0;
   bool done_ = false;
   std::optional<Limit> refused_;
 };
+
+// The first message of an Encode or Update stream (`method`), which must carry the header
+// (`fields` names what it holds); the header is parsed into `header`.
+absl::StatusOr<DataMessage> ReadFirst(grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                      absl::string_view method, absl::string_view fields,
+                                      google::protobuf::MessageLite* header) {
+  grpc::ByteBuffer raw;
+  if (!reader->Read(&raw)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty ", method, " stream: the first message must carry a header"));
+  }
+  DataMessage first;
+  if (absl::Status s = first.Parse(&raw, header); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the first ", method, "Request was refused: ", s.message(), "; nothing was stored"));
+  }
+  if (!first.has_header()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the first ", method, "Request must carry a header (", fields, ")"));
+  }
+  return first;
+}
 
 // Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes.
 class ReadStreamSink final : public store::ByteSink {
@@ -194,24 +230,42 @@ class ReadStreamSink final : public store::ByteSink {
   bool sent_any_ = false;
 };
 
+// The index of Objects' method `name` in the generated service (its position in ecd.proto).
+int ObjectsMethodIndex(const std::string& name) {
+  const google::protobuf::ServiceDescriptor* service =
+      v1::EncodeRequest::descriptor()->file()->FindServiceByName("Objects");
+  const google::protobuf::MethodDescriptor* method = service->FindMethodByName(name);
+  GPR_ASSERT(method != nullptr);
+  return method->index();
+}
+
 }  // namespace
 
-grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
-                                    grpc::ServerReader<v1::EncodeRequest>* reader,
-                                    v1::EncodeResponse* response) {
+ObjectsService::ObjectsService(store::Store* store, store::Scrubber* scrubber,
+                               const store::ScrubberOptions& scrub_options)
+    : store_(store), scrubber_(scrubber), scrub_options_(scrub_options) {
+  // grpc::Service's hook for replacing a sync method's handler: the same client-streaming
+  // handler the generated code installs, reading grpc::ByteBuffer instead of a parsed message.
+  // (gRPC then registers the method as bidi-streaming, which changes nothing for a sync server.)
+  using EncodeHandler =
+      grpc::internal::ClientStreamingHandler<ObjectsService, grpc::ByteBuffer, v1::EncodeResponse>;
+  using UpdateHandler =
+      grpc::internal::ClientStreamingHandler<ObjectsService, grpc::ByteBuffer, v1::UpdateResponse>;
+  MarkMethodStreamed(ObjectsMethodIndex("Encode"),
+                     new EncodeHandler(std::mem_fn(&ObjectsService::EncodeFromBytes), this));
+  MarkMethodStreamed(ObjectsMethodIndex("Update"),
+                     new UpdateHandler(std::mem_fn(&ObjectsService::UpdateFromBytes), this));
+}
+
+grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
+                                             grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                             v1::EncodeResponse* response) {
   if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Encode"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  v1::EncodeRequest first;
-  if (!reader->Read(&first)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "empty Encode stream: the first message must carry a header");
-  }
-  if (!first.has_header()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "the first EncodeRequest must carry a header (name, shape)");
-  }
-  const v1::EncodeHeader& h = first.header();
+  v1::EncodeHeader h;
+  absl::StatusOr<DataMessage> first = ReadFirst(reader, "Encode", "name, shape", &h);
+  if (!first.ok()) return ToGrpc(first.status());
   store::EncodeParams params;
   params.name = h.name();
   params.data_blocks = h.data_blocks();
@@ -232,8 +286,8 @@ grpc::Status ObjectsService::Encode(grpc::ServerContext* context,
         grpc::StatusCode::INVALID_ARGUMENT,
         absl::StrCat("the object is ", h.size(), " bytes; ", size_limit, "; nothing was stored"));
   }
-  StreamSource<v1::EncodeRequest> source(
-      context, reader, std::move(first), "encode", limits_.max_object_size, size_limit,
+  StreamSource<v1::EncodeHeader> source(
+      context, reader, *std::move(first), "encode", limits_.max_object_size, size_limit,
       h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
   source.set_max_message(limits_.max_message_size);
   absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source);
@@ -254,29 +308,22 @@ grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRe
   return Finish(context, s, "the read stopped");
 }
 
-grpc::Status ObjectsService::Update(grpc::ServerContext* context,
-                                    grpc::ServerReader<v1::UpdateRequest>* reader,
-                                    v1::UpdateResponse* response) {
+grpc::Status ObjectsService::UpdateFromBytes(grpc::ServerContext* context,
+                                             grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                             v1::UpdateResponse* response) {
   if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Update"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  v1::UpdateRequest first;
-  if (!reader->Read(&first)) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "empty Update stream: the first message must carry a header");
-  }
-  if (!first.has_header()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "the first UpdateRequest must carry a header (name, offset)");
-  }
-  const v1::UpdateHeader h = first.header();
+  v1::UpdateHeader h;
+  absl::StatusOr<DataMessage> first = ReadFirst(reader, "Update", "name, offset", &h);
+  if (!first.ok()) return ToGrpc(first.status());
   // Only an append can grow an object; other updates are bounded by its size already.
   const uint64_t max_bytes =
       !h.append()
           ? UINT64_MAX
           : (h.offset() >= limits_.max_object_size ? 0 : limits_.max_object_size - h.offset());
-  StreamSource<v1::UpdateRequest> source(
-      context, reader, std::move(first), "update", max_bytes,
+  StreamSource<v1::UpdateHeader> source(
+      context, reader, *std::move(first), "update", max_bytes,
       absl::StrCat("appending it at offset ", h.offset(), " would make the object larger than ",
                    limits_.max_object_size, " bytes (--max-object-size)"),
       h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);

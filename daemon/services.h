@@ -3,9 +3,9 @@
 #ifndef ECD_DAEMON_SERVICES_H_
 #define ECD_DAEMON_SERVICES_H_
 
+#include "daemon/auth.h"
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
-#include "daemon/auth.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/store/rebuild_scheduler.h"
 #include "lib/store/scrubber.h"
@@ -16,9 +16,13 @@ namespace ecd::daemon {
 class ObjectsService final : public v1::Objects::Service {
  public:
   // Both must outlive the service.
+  //
+  // Encode and Update receive their requests as raw grpc::ByteBuffers (the methods named in
+  // kRawRequestMethods): the constructor gives those two methods handlers that call
+  // EncodeFromBytes and UpdateFromBytes, which copy each message's data once, from gRPC's
+  // slices into the store's buffer.
   ObjectsService(store::Store* store, store::Scrubber* scrubber,
-                 const store::ScrubberOptions& scrub_options)
-      : store_(store), scrubber_(scrubber), scrub_options_(scrub_options) {}
+                 const store::ScrubberOptions& scrub_options);
   // The input limits and the in-flight limiter; the limiter (may be null: no call limits) must
   // outlive the service. Call before serving.
   void SetLimits(const Limits& limits, RequestLimiter* limiter) {
@@ -26,8 +30,14 @@ class ObjectsService final : public v1::Objects::Service {
     limiter_ = limiter;
   }
 
-  grpc::Status Encode(grpc::ServerContext* context, grpc::ServerReader<v1::EncodeRequest>* reader,
-                      v1::EncodeResponse* response) override;
+  // The Encode and Update methods (see the constructor); the stream's messages are
+  // EncodeRequests and UpdateRequests in protobuf's wire format.
+  grpc::Status EncodeFromBytes(grpc::ServerContext* context,
+                               grpc::ServerReader<grpc::ByteBuffer>* reader,
+                               v1::EncodeResponse* response);
+  grpc::Status UpdateFromBytes(grpc::ServerContext* context,
+                               grpc::ServerReader<grpc::ByteBuffer>* reader,
+                               v1::UpdateResponse* response);
   grpc::Status Read(grpc::ServerContext* context, const v1::ReadRequest* request,
                     grpc::ServerWriter<v1::ReadResponse>* writer) override;
   grpc::Status Stat(grpc::ServerContext* context, const v1::StatRequest* request,
@@ -40,8 +50,6 @@ class ObjectsService final : public v1::Objects::Service {
                        grpc::ServerWriter<v1::RecoverProgress>* writer) override;
   grpc::Status GetBlock(grpc::ServerContext* context, const v1::GetBlockRequest* request,
                         grpc::ServerWriter<v1::ReadResponse>* writer) override;
-  grpc::Status Update(grpc::ServerContext* context, grpc::ServerReader<v1::UpdateRequest>* reader,
-                      v1::UpdateResponse* response) override;
   grpc::Status Scrub(grpc::ServerContext* context, const v1::ScrubRequest* request,
                      grpc::ServerWriter<v1::ScrubProgress>* writer) override;
   grpc::Status GetScrubStatus(grpc::ServerContext* context, const v1::ScrubStatusRequest* request,

@@ -202,6 +202,38 @@ def check_message_size():
         absent("huger-message", "a message over gRPC's cap")
 
 
+def check_later_messages():
+    """Encode and Update requests are parsed from gRPC's raw bytes (daemon/data_message.h): a
+    header on a later message, or a later message that is not valid protobuf, fails the call by
+    name and stores nothing."""
+    IA = grpc.StatusCode.INVALID_ARGUMENT
+    channel = grpc.insecure_channel(TCP)
+    raw_encode = channel.stream_unary("/ecd.v1.Objects/Encode",
+                                      response_deserializer=pb.EncodeResponse.FromString)
+    header = pb.EncodeHeader(name="later", data_blocks=4, parity_blocks=2, block_size=65536)
+    first = pb.EncodeRequest(header=header, data=b"x" * 1000).SerializeToString()
+    data = pb.EncodeRequest(data=os.urandom(100000)).SerializeToString()
+    expect(IA, ["only the first message of an encode stream may carry a header"],
+           lambda: raw_encode(iter([first, data, first]), timeout=60),
+           "an encode whose third message carries a header")
+    absent("later", "a header on a later message")
+    # Field 2 (data) declares 10 bytes and carries 5.
+    expect(IA, ["an encode message was refused", "field 2 is cut short", "nothing was stored"],
+           lambda: raw_encode(iter([first, data, b"\x12\x0ashort"]), timeout=60),
+           "an encode whose third message is cut short")
+    absent("later", "a malformed later message")
+    # The same bytes cut into many small messages store the same object.
+    body = os.urandom(300001)
+    pieces = [pb.EncodeRequest(data=body[at:at + 7777]).SerializeToString()
+              for at in range(0, len(body), 7777)]
+    raw_encode(iter([pb.EncodeRequest(header=header).SerializeToString()] + pieces), timeout=60)
+    if read("later") != body:
+        fail("an object sent in 39 raw messages reads back different")
+    ok("an object sent in %d raw messages reads back byte for byte" % len(pieces))
+    objects.Delete(pb.DeleteRequest(name="later"), timeout=60)
+    channel.close()
+
+
 def wait_inflight(n):
     for _ in range(100):
         if metric("ecd_inflight_requests") == n:
@@ -290,6 +322,8 @@ if MODE == "limits":
     round_trip("after object size")
     check_message_size()
     round_trip("after message size")
+    check_later_messages()
+    round_trip("after later messages")
     check_streams()
     round_trip("after streams")
     check_ingest()

@@ -1,0 +1,211 @@
+// DataMessage: the protobuf wire format of EncodeRequest/UpdateRequest, read over gRPC's slices.
+#include "daemon/data_message.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace ecd::daemon {
+namespace {
+
+using Piece = absl::Span<const uint8_t>;
+
+constexpr uint32_t kHeaderField = 1;
+constexpr uint32_t kDataField = 2;
+
+// Protobuf wire types (https://protobuf.dev/programming-guides/encoding/).
+enum WireType : uint32_t {
+  kVarint = 0,
+  kFixed64 = 1,
+  kLengthDelimited = 2,
+  kStartGroup = 3,
+  kEndGroup = 4,
+  kFixed32 = 5,
+};
+
+// How deep unknown groups may nest (protobuf's default recursion limit).
+constexpr int kMaxGroupDepth = 100;
+
+// Reads a message's bytes in order across the slices that hold them.
+class Cursor {
+ public:
+  explicit Cursor(const std::vector<grpc::Slice>& slices) : slices_(slices) { SkipEmpty(); }
+
+  bool AtEnd() const { return slice_ == slices_.size(); }
+
+  // A base-128 varint of at most 10 bytes; false when the bytes end inside it or it is longer.
+  bool ReadVarint(uint64_t* value) {
+    *value = 0;
+    for (int shift = 0; shift < 70; shift += 7) {
+      if (AtEnd()) return false;
+      const uint8_t byte = slices_[slice_].begin()[at_];
+      Advance(1);
+      *value |= static_cast<uint64_t>(byte & 0x7F) << shift;
+      if ((byte & 0x80) == 0) return true;
+    }
+    return false;
+  }
+
+  // Moves past the next `n` bytes, appending them to `pieces` (when given) as spans into the
+  // slices; false when fewer than `n` remain.
+  bool Take(uint64_t n, std::vector<Piece>* pieces) {
+    while (n > 0) {
+      if (AtEnd()) return false;
+      const grpc::Slice& s = slices_[slice_];
+      const size_t count = static_cast<size_t>(std::min<uint64_t>(n, s.size() - at_));
+      if (pieces != nullptr) pieces->emplace_back(s.begin() + at_, count);
+      Advance(count);
+      n -= count;
+    }
+    return true;
+  }
+
+ private:
+  void Advance(size_t n) {
+    at_ += n;
+    if (at_ == slices_[slice_].size()) {
+      ++slice_;
+      at_ = 0;
+      SkipEmpty();
+    }
+  }
+  void SkipEmpty() {
+    while (slice_ < slices_.size() && slices_[slice_].size() == 0) ++slice_;
+  }
+
+  const std::vector<grpc::Slice>& slices_;
+  size_t slice_ = 0;  // The slice holding the next byte; slices_.size() at the end.
+  size_t at_ = 0;     // The next byte's offset in it.
+};
+
+absl::Status Malformed(absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("the message is not a valid protobuf message: ", what));
+}
+
+// Reads a field tag: its number (never 0) and wire type.
+absl::Status ReadTag(Cursor& cursor, uint64_t* field, uint32_t* type) {
+  uint64_t tag = 0;
+  if (!cursor.ReadVarint(&tag) || tag > UINT32_MAX) {
+    return Malformed("a field tag is truncated or too long");
+  }
+  *field = tag >> 3;
+  *type = static_cast<uint32_t>(tag & 7);
+  if (*field == 0) return Malformed("field number 0");
+  return absl::OkStatus();
+}
+
+// Moves past the value of a field that is not kept (an unknown field, as protobuf skips one);
+// `depth` is how many groups enclose it.
+absl::Status SkipField(Cursor& cursor, uint64_t field, uint32_t type, int depth) {
+  uint64_t value = 0;
+  switch (type) {
+    case kVarint:
+      if (!cursor.ReadVarint(&value)) return Malformed("a varint field is truncated");
+      return absl::OkStatus();
+    case kFixed64:
+    case kFixed32:
+      if (!cursor.Take(type == kFixed64 ? 8 : 4, nullptr)) {
+        return Malformed("a fixed-size field is truncated");
+      }
+      return absl::OkStatus();
+    case kLengthDelimited:
+      if (!cursor.ReadVarint(&value) || !cursor.Take(value, nullptr)) {
+        return Malformed(absl::StrCat("field ", field, " is cut short"));
+      }
+      return absl::OkStatus();
+    case kStartGroup:
+      if (depth == kMaxGroupDepth) return Malformed("groups nest too deep");
+      while (true) {
+        uint64_t inner = 0;
+        uint32_t inner_type = 0;
+        if (cursor.AtEnd()) return Malformed(absl::StrCat("group ", field, " never ends"));
+        if (absl::Status s = ReadTag(cursor, &inner, &inner_type); !s.ok()) return s;
+        if (inner_type == kEndGroup) {
+          if (inner != field) return Malformed(absl::StrCat("group ", field, " ends as ", inner));
+          return absl::OkStatus();
+        }
+        if (absl::Status s = SkipField(cursor, inner, inner_type, depth + 1); !s.ok()) return s;
+      }
+    default:
+      return Malformed(absl::StrCat("field ", field, " has wire type ", type));
+  }
+}
+
+}  // namespace
+
+void DataMessage::Reset() {
+  slices_.clear();
+  data_.clear();
+  wire_size_ = 0;
+  data_size_ = 0;
+  has_header_ = false;
+}
+
+absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* header) {
+  Reset();
+  header->Clear();
+  // Dump takes references to the slices (no copy) and fails only on a buffer that holds
+  // nothing at all, which is the empty message.
+  if (buffer->Valid() && !buffer->Dump(&slices_).ok()) slices_.clear();
+  buffer->Clear();
+  for (const grpc::Slice& s : slices_) wire_size_ += s.size();
+
+  std::vector<Piece> header_pieces;
+  Cursor cursor(slices_);
+  absl::Status status;
+  while (status.ok() && !cursor.AtEnd()) {
+    uint64_t field = 0;
+    uint32_t type = 0;
+    status = ReadTag(cursor, &field, &type);
+    if (!status.ok()) break;
+    if (type != kLengthDelimited || (field != kHeaderField && field != kDataField)) {
+      status = SkipField(cursor, field, type, 0);
+      continue;
+    }
+    uint64_t length = 0;
+    std::vector<Piece>* pieces = &header_pieces;
+    if (field == kHeaderField) {
+      has_header_ = true;
+    } else {
+      data_.clear();  // The last value of a repeated singular field wins.
+      data_size_ = 0;
+      pieces = &data_;
+    }
+    if (!cursor.ReadVarint(&length) || !cursor.Take(length, pieces)) {
+      status = Malformed(absl::StrCat("field ", field, " is cut short"));
+    }
+    if (field == kDataField) data_size_ = length;
+  }
+  if (status.ok() && has_header_) {
+    std::string bytes;
+    for (Piece p : header_pieces) bytes.append(reinterpret_cast<const char*>(p.data()), p.size());
+    // Consecutive copies of a message field merge, as ParseFromString of their concatenation.
+    if (!header->ParseFromString(bytes)) status = Malformed("its header field does not parse");
+  }
+  if (!status.ok()) {
+    Reset();
+    header->Clear();
+  }
+  return status;
+}
+
+size_t DataMessage::CopyData(uint64_t offset, absl::Span<uint8_t> out) const {
+  size_t copied = 0;
+  for (Piece p : data_) {
+    if (copied == out.size()) break;
+    if (offset >= p.size()) {
+      offset -= p.size();
+      continue;
+    }
+    const size_t n = std::min<size_t>(p.size() - offset, out.size() - copied);
+    std::memcpy(out.data() + copied, p.data() + offset, n);
+    copied += n;
+    offset = 0;
+  }
+  return copied;
+}
+
+}  // namespace ecd::daemon

@@ -1,0 +1,61 @@
+// DataMessage: one EncodeRequest or UpdateRequest as gRPC received it. The small header is
+// parsed with protobuf; the data bytes stay in gRPC's receive slices and are copied once, straight
+// into the store's stripe buffer, instead of twice (protobuf would first copy them into a
+// std::string). ObjectsService receives these two methods as raw grpc::ByteBuffers for that.
+#ifndef ECD_DAEMON_DATA_MESSAGE_H_
+#define ECD_DAEMON_DATA_MESSAGE_H_
+
+#include <google/protobuf/message_lite.h>
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace ecd::daemon {
+
+// The methods whose requests ObjectsService reads as raw ByteBuffers (and parses with
+// DataMessage); interceptors see those messages as grpc::ByteBuffer, not protobuf.
+inline constexpr const char* kRawRequestMethods[] = {"/ecd.v1.Objects/Encode",
+                                                     "/ecd.v1.Objects/Update"};
+
+// The wire layout both requests share: `header` (field 1, a message) and `data` (field 2, bytes).
+// Other fields are skipped, as protobuf skips unknown fields. As with protobuf, a repeated
+// `data` field keeps its last value and repeated `header` fields merge.
+//
+// Thread safety: none; one call's handler thread owns it.
+class DataMessage {
+ public:
+  DataMessage() = default;
+  DataMessage(DataMessage&&) = default;
+  DataMessage& operator=(DataMessage&&) = default;
+
+  // Takes `buffer`'s bytes (it is left empty) and parses them. `header` is cleared and then
+  // filled when the message has a header. INVALID_ARGUMENT (naming what is malformed) when the
+  // bytes are not a valid message of this layout; the DataMessage is then empty.
+  absl::Status Parse(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* header);
+
+  bool has_header() const { return has_header_; }
+  // The serialized size: what --max-message-size limits.
+  uint64_t wire_size() const { return wire_size_; }
+  uint64_t data_size() const { return data_size_; }
+
+  // Copies the data bytes [offset, offset + out.size()) that exist into `out`; returns how many.
+  size_t CopyData(uint64_t offset, absl::Span<uint8_t> out) const;
+
+ private:
+  void Reset();
+
+  std::vector<grpc::Slice> slices_;              // Owns the bytes `data_` points into.
+  std::vector<absl::Span<const uint8_t>> data_;  // The data field, in pieces, in order.
+  uint64_t wire_size_ = 0;
+  uint64_t data_size_ = 0;
+  bool has_header_ = false;
+};
+
+}  // namespace ecd::daemon
+
+#endif  // ECD_DAEMON_DATA_MESSAGE_H_

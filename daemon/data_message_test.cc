@@ -1,0 +1,189 @@
+// DataMessage against protobuf's own parser: the same bytes, cut into gRPC slices anywhere, must
+// give the same header and data, and the same verdict on malformed input.
+#include "daemon/data_message.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ecd/v1/ecd.pb.h"
+
+namespace ecd::daemon {
+namespace {
+
+// The bytes as a ByteBuffer of slices cut at `cuts` (sorted offsets; repeats give empty slices).
+grpc::ByteBuffer Sliced(const std::string& bytes, const std::vector<size_t>& cuts) {
+  std::vector<grpc::Slice> slices;
+  size_t from = 0;
+  for (size_t cut : cuts) {
+    slices.emplace_back(bytes.data() + from, cut - from);
+    from = cut;
+  }
+  slices.emplace_back(bytes.data() + from, bytes.size() - from);
+  return grpc::ByteBuffer(slices.data(), slices.size());
+}
+
+std::vector<size_t> RandomCuts(size_t size, std::mt19937_64& rng) {
+  std::vector<size_t> cuts(rng() % 6);
+  for (size_t& c : cuts) c = size == 0 ? 0 : rng() % (size + 1);
+  std::sort(cuts.begin(), cuts.end());
+  return cuts;
+}
+
+// The whole data field, read back in pieces of `chunk` bytes.
+std::string DataOf(const DataMessage& m, size_t chunk) {
+  std::string out(m.data_size(), '\0');
+  for (size_t at = 0; at < out.size();) {
+    const size_t n = m.CopyData(at, absl::MakeSpan(reinterpret_cast<uint8_t*>(out.data()) + at,
+                                                   std::min(chunk, out.size() - at)));
+    EXPECT_GT(n, 0u);
+    if (n == 0) break;
+    at += n;
+  }
+  return out;
+}
+
+// Protobuf's encoding helpers for hand-built messages.
+std::string Varint(uint64_t v) {
+  std::string out;
+  do {
+    out.push_back(static_cast<char>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0)));
+    v >>= 7;
+  } while (v != 0);
+  return out;
+}
+std::string Tag(uint32_t field, uint32_t type) { return Varint((uint64_t{field} << 3) | type); }
+std::string Bytes(uint32_t field, const std::string& value) {
+  return Tag(field, 2) + Varint(value.size()) + value;
+}
+
+// Parses `bytes` both ways and checks they agree; returns DataMessage's status.
+absl::Status ParseBothWays(const std::string& bytes, std::mt19937_64& rng) {
+  v1::EncodeRequest expected;
+  const bool protobuf_ok = expected.ParseFromString(bytes);
+  grpc::ByteBuffer buffer = Sliced(bytes, RandomCuts(bytes.size(), rng));
+  DataMessage message;
+  v1::EncodeHeader header;
+  absl::Status s = message.Parse(&buffer, &header);
+  EXPECT_EQ(s.ok(), protobuf_ok) << s;
+  EXPECT_EQ(buffer.Length(), 0u);  // Taken.
+  if (!s.ok()) {
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_FALSE(message.has_header());
+    EXPECT_EQ(message.data_size(), 0u);
+    return s;
+  }
+  EXPECT_EQ(message.wire_size(), bytes.size());
+  EXPECT_EQ(message.has_header(), expected.has_header());
+  EXPECT_EQ(header.SerializeAsString(), expected.header().SerializeAsString());
+  EXPECT_EQ(message.data_size(), expected.data().size());
+  EXPECT_EQ(DataOf(message, 1 + rng() % 70000), expected.data());
+  return s;
+}
+
+TEST(DataMessageTest, MatchesProtobufForRandomRequestsCutAnywhere) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 300; ++round) {
+    v1::EncodeRequest request;
+    if (rng() % 2 == 0) {
+      v1::EncodeHeader* h = request.mutable_header();
+      h->set_name("object-" + std::to_string(round));
+      h->set_data_blocks(1 + rng() % 16);
+      h->set_parity_blocks(1 + rng() % 4);
+      h->set_block_size(65536);
+      if (rng() % 2 == 0) h->set_size(rng());
+    }
+    const size_t sizes[] = {0, 1, 127, 128, 16383, 16384, 65536 + 17, 1 << 20};
+    std::string data(sizes[rng() % 8], '\0');
+    for (char& c : data) c = static_cast<char>(rng());
+    request.set_data(data);
+    ASSERT_TRUE(ParseBothWays(request.SerializeAsString(), rng).ok());
+  }
+}
+
+TEST(DataMessageTest, SkipsUnknownFieldsAndKeepsProtobufsRepeatRules) {
+  std::mt19937_64 rng(11);
+  v1::EncodeHeader a, b;
+  a.set_name("first");
+  a.set_data_blocks(4);
+  b.set_parity_blocks(2);  // Merges into a: name "first", 4+2.
+  const std::string bytes = Tag(9, 0) + Varint(300) + Bytes(2, "old data") +
+                            Bytes(1, a.SerializeAsString()) + Tag(10, 1) + std::string(8, 'x') +
+                            Tag(11, 5) + std::string(4, 'y') + Bytes(12, "unknown") +
+                            Bytes(1, b.SerializeAsString()) + Bytes(2, "new data") + Tag(2, 0) +
+                            Varint(5) +  // Field 2 as a varint: unknown, skipped.
+                            Tag(13, 3) + Tag(1, 0) + Varint(1) + Tag(14, 3) + Tag(14, 4) +
+                            Tag(13, 4);  // An unknown group, nested.
+  for (int round = 0; round < 50; ++round) {
+    ASSERT_TRUE(ParseBothWays(bytes, rng).ok());
+  }
+  grpc::ByteBuffer buffer = Sliced(bytes, {3, 3, 40});
+  DataMessage message;
+  v1::EncodeHeader header;
+  ASSERT_TRUE(message.Parse(&buffer, &header).ok());
+  EXPECT_EQ(header.name(), "first");
+  EXPECT_EQ(header.data_blocks(), 4u);
+  EXPECT_EQ(header.parity_blocks(), 2u);
+  EXPECT_EQ(DataOf(message, 3), "new data");
+}
+
+TEST(DataMessageTest, RefusesMalformedMessagesAsProtobufDoes) {
+  std::mt19937_64 rng(13);
+  v1::EncodeHeader h;
+  h.set_name("x");
+  const std::string header = h.SerializeAsString();
+  const std::string cases[] = {
+      Tag(2, 2),                                       // Length missing.
+      Tag(2, 2) + Varint(10) + "short",                // Length past the end.
+      Tag(1, 2) + Varint(header.size() + 1) + header,  // Header length past the end.
+      Tag(1, 2) + Varint(2) + Tag(1, 2) + Varint(9),   // Header whose own field is cut.
+      Tag(9, 3) + Tag(8, 4),                           // A group that ends as another.
+      Tag(9, 3) + Tag(1, 0) + Varint(1),               // A group that never ends.
+      Tag(9, 4),                                       // An end of group outside one.
+      Tag(9, 6),                                       // Wire type 6.
+      Tag(0, 0) + Varint(1),                           // Field number 0.
+      std::string(1, '\x80'),                          // Tag cut inside its varint.
+      Tag(9, 0) + std::string(10, '\xff') + "\x01",    // Varint of 11 bytes.
+      Tag(9, 1) + "1234567",                           // Fixed64 cut.
+      Bytes(2, "fine") + Tag(9, 5) + "12",             // Fixed32 cut, after good data.
+  };
+  for (const std::string& bytes : cases) {
+    const absl::Status s = ParseBothWays(bytes, rng);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  }
+}
+
+TEST(DataMessageTest, AnEmptyMessageHasNoHeaderAndNoData) {
+  DataMessage message;
+  v1::EncodeHeader header;
+  header.set_name("left over");
+  grpc::ByteBuffer empty;
+  ASSERT_TRUE(message.Parse(&empty, &header).ok());
+  EXPECT_FALSE(message.has_header());
+  EXPECT_EQ(header.name(), "");  // Cleared.
+  EXPECT_EQ(message.data_size(), 0u);
+  EXPECT_EQ(message.wire_size(), 0u);
+}
+
+TEST(DataMessageTest, CopyDataStopsAtTheEnd) {
+  v1::EncodeRequest request;
+  request.set_data("0123456789");
+  const std::string bytes = request.SerializeAsString();
+  grpc::ByteBuffer buffer = Sliced(bytes, {4, 7});
+  DataMessage message;
+  v1::EncodeHeader header;
+  ASSERT_TRUE(message.Parse(&buffer, &header).ok());
+  std::string out(8, '-');
+  auto span = absl::MakeSpan(reinterpret_cast<uint8_t*>(out.data()), out.size());
+  EXPECT_EQ(message.CopyData(6, span), 4u);
+  EXPECT_EQ(out, "6789----");
+  EXPECT_EQ(message.CopyData(10, span), 0u);
+  EXPECT_EQ(message.CopyData(1, span.subspan(0, 3)), 3u);
+  EXPECT_EQ(out.substr(0, 3), "123");
+}
+
+}  // namespace
+}  // namespace ecd::daemon
