@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -215,6 +216,21 @@ class Client {
   }
 
   v1::Objects::Stub& objects() { return *objects_; }
+
+  // A client stream of `method` ("/ecd.v1.Objects/Encode") whose messages are written as raw
+  // bytes (each a serialized request), so StreamFile can read file data straight into the
+  // message; the response is parsed as usual. The generated stub's own factory, typed for
+  // grpc::ByteBuffer instead of the request message.
+  template <typename Response>
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> RawWriter(const char* method,
+                                                                  grpc::ClientContext* context,
+                                                                  Response* response) {
+    const grpc::internal::RpcMethod rpc(method, grpc::internal::RpcMethod::CLIENT_STREAMING,
+                                        channel_);
+    return std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>>(
+        grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), rpc, context,
+                                                                      response));
+  }
   v1::Devices::Stub& devices() { return *devices_; }
   v1::Rebuilds::Stub& rebuilds() { return *rebuilds_; }
   v1::Cxl::Stub& cxl() { return *cxl_; }
@@ -301,32 +317,55 @@ void CloseInput(int fd) {
   if (fd != STDIN_FILENO) ::close(fd);
 }
 
-// Streams the bytes of `fd` (named `file` in errors) as the data of `request`s, the first of which
-// also carries the header already set in `request`, and shows the bytes sent on `progress`. A
-// file with no bytes sends the header alone. Stops early if the server ends the stream (Finish
-// then says why); cancels the call and throws on a read error.
-template <typename Request, typename Writer>
-void StreamFile(int fd, const std::string& file, Request& request, Writer& writer,
-                grpc::ClientContext& context, ProgressBar& progress) {
+// Streams the bytes of `fd` (named `file` in errors) as the data of requests (EncodeRequest or
+// UpdateRequest: field 1 the header, field 2 the data), the first of which also carries the
+// header set in `request`, and shows the bytes sent on `progress`. A file with no bytes sends the
+// header alone. Stops early if the server ends the stream (Finish then says why); cancels the
+// call and throws on a read error.
+//
+// Each message is built in one gRPC slice in protobuf's wire format: read(2) puts the data in
+// place, after room for the serialized header (first message only) and the data field's tag and
+// length, which are written in front of it once the length is known. So ecctl copies no data
+// (protobuf would copy it into a std::string, then again into gRPC's slice).
+template <typename Request>
+void StreamFile(int fd, const std::string& file, const Request& request,
+                grpc::ClientWriter<grpc::ByteBuffer>& writer, grpc::ClientContext& context,
+                ProgressBar& progress) {
+  constexpr uint8_t kDataTag = (2 << 3) | 2;  // Field 2, length-delimited.
+  constexpr size_t kMaxVarint = 10;
   const uint64_t total = FileSize(fd);
   uint64_t sent = 0;
-  std::string buffer(kChunk, '\0');
+  std::string header = request.SerializeAsString();  // Sent with the first message only.
   for (;;) {
-    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    const size_t room = header.size() + 1 + kMaxVarint;
+    grpc::Slice slice(grpc_slice_malloc(room + kChunk), grpc::Slice::STEAL_REF);
+    uint8_t* const base = const_cast<uint8_t*>(slice.begin());
+    ssize_t n = ::read(fd, base + room, kChunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
       context.TryCancel();
       throw Failure{kExitLocalFile, absl::StrCat("read ", file, ": ", std::strerror(err))};
     }
-    if (n == 0) break;
-    request.set_data(buffer.data(), static_cast<size_t>(n));
-    if (!writer.Write(request)) return;
-    request.Clear();
+    if (n == 0 && header.empty()) break;
+    // The prefix, laid out backwards so that it ends where the data starts.
+    uint8_t varint[kMaxVarint];
+    size_t varint_size = 0;
+    for (uint64_t v = static_cast<uint64_t>(n);; v >>= 7) {
+      varint[varint_size++] = static_cast<uint8_t>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
+      if (v < 0x80) break;
+    }
+    const size_t start = room - varint_size - 1 - header.size();
+    std::memcpy(base + start, header.data(), header.size());
+    base[start + header.size()] = kDataTag;
+    std::memcpy(base + start + header.size() + 1, varint, varint_size);
+    grpc::Slice message = slice.sub(start, room + static_cast<size_t>(n));
+    if (!writer.Write(grpc::ByteBuffer(&message, 1))) return;
+    header.clear();
+    if (n == 0) break;  // An empty file: the header went alone (with an empty data field).
     sent += static_cast<uint64_t>(n);
     progress.Update(sent, total);
   }
-  if (request.has_header()) writer.Write(request);
 }
 
 // The options of `ecctl encode`.
@@ -377,7 +416,7 @@ void Encode(Client& c, const EncodeArgs& a) {
 
   auto context = c.Context();
   v1::EncodeResponse response;
-  auto writer = c.objects().Encode(context.get(), &response);
+  auto writer = c.RawWriter("/ecd.v1.Objects/Encode", context.get(), &response);
   ProgressBar progress = c.Progress(absl::StrCat("encode ", name), ProgressUnit::Bytes());
   StreamFile(fd, a.file, request, *writer, *context, progress);
   CloseInput(fd);
@@ -821,11 +860,12 @@ void Update(Client& c, const UpdateArgs& a) {
 
   auto context = c.Context();
   v1::UpdateResponse response;
-  auto writer = c.objects().Update(context.get(), &response);
+  auto writer = c.RawWriter("/ecd.v1.Objects/Update", context.get(), &response);
   ProgressBar progress = c.Progress(absl::StrCat("update ", a.name), ProgressUnit::Bytes());
   if (a.hex_given) {
     request.set_data(inline_bytes);
-    writer->Write(request);  // if the server ended the stream early, Finish says why
+    grpc::Slice message(request.SerializeAsString());
+    writer->Write(grpc::ByteBuffer(&message, 1));  // If the server ended early, Finish says why.
   } else {
     // On a read error the stream is cancelled: the daemon drops the new extents and the old
     // version stays.

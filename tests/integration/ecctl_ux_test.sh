@@ -198,6 +198,34 @@ read -r pipe_rc pipe_size pipe_bytes pipe_sum <"$WORK/pipe.txt"
 [ "$pipe_size" = 1048576 ] || fail "read -o - left the pipe at $pipe_size bytes, not 1 MiB"
 [ "$pipe_bytes" = "$(stat -c %s "$WORK/big.copy")" ] || fail "read -o - into a pipe: $pipe_bytes bytes"
 [ "$pipe_sum" = "$(sha256sum "$WORK/big.copy" | cut -d' ' -f1)" ] || fail "read -o - into a pipe: other bytes"
+# ecctl builds each Encode/Update message itself, reading the data in place (StreamFile).
+step "encode and update from an empty file and from a pipe of short reads: the bytes round-trip"
+: >"$WORK/empty.bin"
+ecctl --quiet encode "$WORK/empty.bin" --name empty >/dev/null
+[ "$(ecctl --json stat empty | json 'd["object"]["size"]')" = 0 ] || fail "empty encode: size"
+[ "$(ecctl read empty -o - | wc -c)" = 0 ] || fail "empty encode: bytes read back"
+# Writes FILE to stdout in pieces cut at the given offsets, pausing between them (short reads).
+pieces() {
+  python3 -c 'import sys, time
+data = open(sys.argv[1], "rb").read()
+cuts = [0] + [int(c) for c in sys.argv[2:]] + [len(data)]
+for a, b in zip(cuts, cuts[1:]):
+    sys.stdout.buffer.write(data[a:b]); sys.stdout.flush(); time.sleep(0.2)' "$@"
+}
+head -c 1500000 /dev/urandom >"$WORK/piped.src"
+pieces "$WORK/piped.src" 70001 1070001 | ecctl --quiet encode - --name piped >/dev/null
+ecctl read piped -o - | cmp -s - "$WORK/piped.src" || fail "encode from a pipe: other bytes"
+head -c 200003 /dev/urandom >"$WORK/piped.patch"
+pieces "$WORK/piped.patch" 3 | ecctl --quiet update piped --offset 777 --file - >/dev/null
+python3 -c 'import sys
+src, patch = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+sys.stdout.buffer.write(src[:777] + patch + src[777 + len(patch):])' \
+  "$WORK/piped.src" "$WORK/piped.patch" >"$WORK/piped.want"
+ecctl read piped -o - | cmp -s - "$WORK/piped.want" || fail "update from a pipe: other bytes"
+ecctl --quiet update empty --offset 0 --append --file "$WORK/empty.bin" >/dev/null
+[ "$(ecctl --json stat empty | json 'd["object"]["size"]')" = 0 ] || fail "empty update: size"
+ecctl rm empty >/dev/null
+ecctl rm piped >/dev/null
 json_ok ecctl --json update small --offset 0 --data-hex 4a
 json_ok ecctl --json update small --offset 0 --file "$WORK/patch.bin"
 json_ok ecctl --json recover small
