@@ -31,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/chunk_reader.h"
 #include "client/complete.h"
 #include "client/help.h"
 #include "client/progress.h"
@@ -318,52 +319,43 @@ void CloseInput(int fd) {
 }
 
 // Streams the bytes of `fd` (named `file` in errors) as the data of requests (EncodeRequest or
-// UpdateRequest: field 1 the header, field 2 the data), the first of which also carries the
-// header set in `request`, and shows the bytes sent on `progress`. A file with no bytes sends the
-// header alone. Stops early if the server ends the stream (Finish then says why); cancels the
-// call and throws on a read error.
+// UpdateRequest: field 1 the header, field 2 the data) after a first message carrying only the
+// header set in `request`, and shows the bytes sent on `progress`. Stops early if the server ends
+// the stream (Finish then says why); cancels the call and throws on a read error.
 //
-// Each message is built in one gRPC slice in protobuf's wire format: read(2) puts the data in
-// place, after room for the serialized header (first message only) and the data field's tag and
-// length, which are written in front of it once the length is known. So ecctl copies no data
-// (protobuf would copy it into a std::string, then again into gRPC's slice).
+// Each data message is a chunk of ChunkReader's (read ahead, O_DIRECT for a regular file) with
+// the data field's tag and length written in the room in front of it, in protobuf's wire format:
+// ecctl copies no data (protobuf would copy it into a std::string, then into gRPC's slice).
 template <typename Request>
 void StreamFile(int fd, const std::string& file, const Request& request,
                 grpc::ClientWriter<grpc::ByteBuffer>& writer, grpc::ClientContext& context,
                 ProgressBar& progress) {
   constexpr uint8_t kDataTag = (2 << 3) | 2;  // Field 2, length-delimited.
-  constexpr size_t kMaxVarint = 10;
+  constexpr int kBuffers = 8;  // Read ahead or still held by gRPC: 8 MiB of ecctl's memory.
+  grpc::Slice header(request.SerializeAsString());
+  if (!writer.Write(grpc::ByteBuffer(&header, 1))) return;
   const uint64_t total = FileSize(fd);
   uint64_t sent = 0;
-  std::string header = request.SerializeAsString();  // Sent with the first message only.
+  ecd::client::ChunkReader reader(fd, kChunk, kBuffers);
   for (;;) {
-    const size_t room = header.size() + 1 + kMaxVarint;
-    grpc::Slice slice(grpc_slice_malloc(room + kChunk), grpc::Slice::STEAL_REF);
-    uint8_t* const base = const_cast<uint8_t*>(slice.begin());
-    ssize_t n = ::read(fd, base + room, kChunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
+    absl::StatusOr<std::optional<ecd::client::Chunk>> chunk = reader.Next();
+    if (!chunk.ok()) {
       context.TryCancel();
-      throw Failure{kExitLocalFile, absl::StrCat("read ", file, ": ", std::strerror(err))};
+      throw Failure{kExitLocalFile, absl::StrCat("read ", file, ": ", chunk.status().message())};
     }
-    if (n == 0 && header.empty()) break;
-    // The prefix, laid out backwards so that it ends where the data starts.
-    uint8_t varint[kMaxVarint];
-    size_t varint_size = 0;
-    for (uint64_t v = static_cast<uint64_t>(n);; v >>= 7) {
-      varint[varint_size++] = static_cast<uint8_t>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
+    if (!chunk->has_value()) return;
+    const size_t n = (*chunk)->size();
+    uint8_t prefix[11];
+    size_t prefix_size = 0;
+    prefix[prefix_size++] = kDataTag;
+    for (uint64_t v = n;; v >>= 7) {
+      prefix[prefix_size++] = static_cast<uint8_t>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
       if (v < 0x80) break;
     }
-    const size_t start = room - varint_size - 1 - header.size();
-    std::memcpy(base + start, header.data(), header.size());
-    base[start + header.size()] = kDataTag;
-    std::memcpy(base + start + header.size() + 1, varint, varint_size);
-    grpc::Slice message = slice.sub(start, room + static_cast<size_t>(n));
+    std::memcpy((*chunk)->Prefix(prefix_size).data(), prefix, prefix_size);
+    grpc::Slice message = (*chunk)->TakeSlice(prefix_size);
     if (!writer.Write(grpc::ByteBuffer(&message, 1))) return;
-    header.clear();
-    if (n == 0) break;  // An empty file: the header went alone (with an empty data field).
-    sent += static_cast<uint64_t>(n);
+    sent += n;
     progress.Update(sent, total);
   }
 }

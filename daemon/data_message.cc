@@ -1,11 +1,15 @@
 // DataMessage: the protobuf wire format of EncodeRequest/UpdateRequest, read over gRPC's slices.
 #include "daemon/data_message.h"
 
+#include <google/protobuf/descriptor.h>
+#include <grpc/support/log.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "ecd/v1/ecd.pb.h"
 
 namespace ecd::daemon {
 namespace {
@@ -135,6 +139,14 @@ absl::Status SkipField(Cursor& cursor, uint64_t field, uint32_t type, int depth)
 }
 
 }  // namespace
+
+int ObjectsMethodIndex(const std::string& name) {
+  const google::protobuf::ServiceDescriptor* service =
+      v1::EncodeRequest::descriptor()->file()->FindServiceByName("Objects");
+  const google::protobuf::MethodDescriptor* method = service->FindMethodByName(name);
+  GPR_ASSERT(method != nullptr);
+  return method->index();
+}
 
 void DataMessage::Reset() {
   slices_.clear();

@@ -10,6 +10,7 @@
 #include <grpcpp/support/slice.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -21,6 +22,10 @@ namespace ecd::daemon {
 // DataMessage); interceptors see those messages as grpc::ByteBuffer, not protobuf.
 inline constexpr const char* kRawRequestMethods[] = {"/ecd.v1.Objects/Encode",
                                                      "/ecd.v1.Objects/Update"};
+
+// The index of ecd.v1.Objects' method `name` ("Encode") in the generated service: its position
+// in ecd.proto, which grpc::Service::MarkMethodStreamed takes to replace the method's handler.
+int ObjectsMethodIndex(const std::string& name);
 
 // The wire layout both requests share: `header` (field 1, a message) and `data` (field 2, bytes).
 // Other fields are skipped, as protobuf skips unknown fields. As with protobuf, a repeated

@@ -230,15 +230,6 @@ class ReadStreamSink final : public store::ByteSink {
   bool sent_any_ = false;
 };
 
-// The index of Objects' method `name` in the generated service (its position in ecd.proto).
-int ObjectsMethodIndex(const std::string& name) {
-  const google::protobuf::ServiceDescriptor* service =
-      v1::EncodeRequest::descriptor()->file()->FindServiceByName("Objects");
-  const google::protobuf::MethodDescriptor* method = service->FindMethodByName(name);
-  GPR_ASSERT(method != nullptr);
-  return method->index();
-}
-
 }  // namespace
 
 ObjectsService::ObjectsService(store::Store* store, store::Scrubber* scrubber,

@@ -1,0 +1,211 @@
+// ChunkReader: read-ahead of ecctl's input into pooled, 4 KiB-aligned buffers.
+#include "client/chunk_reader.h"
+
+#include <fcntl.h>
+#include <grpc/slice.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace ecd::client {
+
+// `count` buffers of kPrefixRoom + chunk bytes, 4 KiB-aligned; Acquire waits for a free one.
+class ChunkPool {
+ public:
+  ChunkPool(int count, size_t chunk) : bytes_(Chunk::kPrefixRoom + chunk) {
+    for (int i = 0; i < count; ++i) {
+      buffers_.push_back(static_cast<uint8_t*>(std::aligned_alloc(4096, bytes_)));
+      free_.push_back(i);
+    }
+  }
+  ~ChunkPool() {
+    for (uint8_t* b : buffers_) std::free(b);
+  }
+  ChunkPool(const ChunkPool&) = delete;
+  ChunkPool& operator=(const ChunkPool&) = delete;
+
+  // Where buffer `i`'s data starts.
+  uint8_t* data(int i) const { return buffers_[i] + Chunk::kPrefixRoom; }
+
+  // A free buffer; -1 once Stop was called.
+  int Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return stopped_ || !free_.empty(); });
+    if (stopped_) return -1;
+    const int i = free_.back();
+    free_.pop_back();
+    return i;
+  }
+  void Release(int i) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      free_.push_back(i);
+    }
+    cv_.notify_one();
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  const size_t bytes_;
+  std::vector<uint8_t*> buffers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> free_;  // Guarded by mu_.
+  bool stopped_ = false;   // Guarded by mu_.
+};
+
+struct Chunk::Hold {
+  Hold(std::shared_ptr<ChunkPool> pool, int buffer) : pool(std::move(pool)), buffer(buffer) {}
+  ~Hold() { pool->Release(buffer); }
+  Hold(const Hold&) = delete;
+  Hold& operator=(const Hold&) = delete;
+
+  std::shared_ptr<ChunkPool> pool;
+  int buffer;
+};
+
+Chunk::Chunk(std::unique_ptr<Hold> hold, uint8_t* data, size_t size)
+    : hold_(std::move(hold)), data_(data), size_(size) {}
+Chunk::Chunk(Chunk&&) noexcept = default;
+Chunk& Chunk::operator=(Chunk&&) noexcept = default;
+Chunk::~Chunk() = default;
+
+grpc::Slice Chunk::TakeSlice(size_t prefix) {
+  grpc_slice slice = grpc_slice_new_with_user_data(
+      data_ - prefix, prefix + size_, [](void* hold) { delete static_cast<Hold*>(hold); },
+      hold_.release());
+  return grpc::Slice(slice, grpc::Slice::STEAL_REF);
+}
+
+namespace {
+
+bool IsRegular(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+ChunkReader::ChunkReader(int fd, size_t chunk_size, int buffers)
+    : fd_(fd),
+      chunk_size_(chunk_size),
+      positional_(IsRegular(fd)),
+      pool_(std::make_shared<ChunkPool>(buffers, chunk_size)) {
+  if (!positional_) return;
+  original_flags_ = ::fcntl(fd_, F_GETFL);
+  // Refused (EINVAL) by file systems without O_DIRECT: then the page cache it is.
+  if (original_flags_ >= 0 && ::fcntl(fd_, F_SETFL, original_flags_ | O_DIRECT) == 0) {
+    direct_ = true;
+  }
+  for (int i = 0; i < kReadThreads; ++i) threads_.emplace_back([this] { ReadAhead(); });
+}
+
+ChunkReader::~ChunkReader() {
+  pool_->Stop();  // A thread waiting for a buffer gives up; one reading finishes its read.
+  for (std::thread& t : threads_) t.join();
+  if (original_flags_ >= 0) ::fcntl(fd_, F_SETFL, original_flags_);
+}
+
+ssize_t ChunkReader::ReadOnce(uint8_t* out, size_t size, uint64_t offset) {
+  for (;;) {
+    const ssize_t n =
+        positional_ ? ::pread(fd_, out, size, static_cast<off_t>(offset)) : ::read(fd_, out, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL && direct_) {
+      // Some file systems take the flag but refuse the read; so does the unaligned offset
+      // after the file's short last chunk. Buffered reads take over from here.
+      direct_ = false;
+      ::fcntl(fd_, F_SETFL, original_flags_);
+      continue;
+    }
+    return n < 0 ? -errno : n;
+  }
+}
+
+ChunkReader::Filled ChunkReader::ReadAt(int buffer, uint64_t offset) {
+  uint8_t* const out = pool_->data(buffer);
+  size_t got = 0;
+  while (got < chunk_size_) {  // Whole chunks, so that the chunk numbers stay offsets.
+    const ssize_t n = ReadOnce(out + got, chunk_size_ - got, offset + got);
+    if (n < 0) {
+      pool_->Release(buffer);
+      return Filled{.error = static_cast<int>(-n)};
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got == 0) {
+    pool_->Release(buffer);
+    return Filled{};
+  }
+  return Filled{.buffer = buffer, .bytes = got};
+}
+
+ChunkReader::Filled ChunkReader::ReadStream() {
+  const int buffer = pool_->Acquire();
+  if (buffer < 0) return Filled{};
+  const ssize_t n = ReadOnce(pool_->data(buffer), chunk_size_, 0);
+  if (n > 0) return Filled{.buffer = buffer, .bytes = static_cast<size_t>(n)};
+  pool_->Release(buffer);
+  return Filled{.error = n < 0 ? static_cast<int>(-n) : 0};
+}
+
+void ChunkReader::ReadAhead() {
+  for (;;) {
+    const int buffer = pool_->Acquire();
+    if (buffer < 0) return;  // Stopped.
+    uint64_t number = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (last_claimed_) {
+        pool_->Release(buffer);
+        return;
+      }
+      number = claimed_++;
+    }
+    const Filled f = ReadAt(buffer, number * chunk_size_);
+    const bool last = f.buffer < 0 || f.bytes < chunk_size_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      filled_[number] = f;
+      if (last) last_claimed_ = true;
+    }
+    filled_cv_.notify_all();
+    if (last) return;
+  }
+}
+
+absl::StatusOr<std::optional<Chunk>> ChunkReader::Next() {
+  if (ended_) return std::nullopt;
+  Filled f;
+  if (!positional_) {
+    f = ReadStream();
+  } else {
+    std::unique_lock<std::mutex> lock(mu_);
+    filled_cv_.wait(lock, [this] { return filled_.count(next_) != 0; });
+    f = filled_[next_];
+    filled_.erase(next_++);
+    // Only the file's last chunk is short: after it, the end.
+    if (f.buffer >= 0 && f.bytes < chunk_size_) ended_ = true;
+  }
+  if (f.buffer < 0) {
+    ended_ = true;
+    if (f.error != 0) return absl::InternalError(std::strerror(f.error));
+    return std::nullopt;
+  }
+  return Chunk(std::make_unique<Chunk::Hold>(pool_, f.buffer), pool_->data(f.buffer), f.bytes);
+}
+
+}  // namespace ecd::client
