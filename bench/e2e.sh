@@ -7,8 +7,11 @@
 # null sink (bench/grpc_null_sink), zfec and pyeclib encoding the file 8+3, and par2 creating
 # 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
 # and ecd's peak RSS. Every read is checked against the source file (cksum: CRC and length).
+# The source file is kept in memory (tmpfs) when there is room, so that encode's disk traffic is
+# its writes alone, as the encode target (fio write x 8/11) counts it; one more encode reads a
+# copy on the disk, and its row says what reading the source from the same disk costs.
 #
-# Usage: bench/e2e.sh [--size 1G] [--json FILE] [--quick] [--dir DIR] [--keep]
+# Usage: bench/e2e.sh [--size 1G] [--json FILE] [--quick] [--dir DIR] [--source-dir DIR] [--keep]
 #                     [--ecd BIN --ecctl BIN --null-sink BIN] [--memory-limit 512M]
 #                     [--ecd-arg ARG]...
 #   --size          bytes of the file (K/M/G suffixes, a multiple of 1 MiB; default 1G)
@@ -16,6 +19,8 @@
 #   --quick         smoke mode: checks every byte and prints the table, but a MISS does not fail
 #   --dir DIR       where the work directory goes (default $E2E_DIR or /var/tmp); fio's file and
 #                   ecd's devices share it
+#   --source-dir DIR  where the source file goes (default /dev/shm when it is tmpfs with room
+#                   for it, else the work directory)
 #   --ecd/--ecctl/--null-sink  binaries to use; without them, the targets are built in
 #                   $BUILD_DIR (default build/) after scripts/install-deps.sh
 #   --memory-limit  ecd's --memory-limit, which its peak RSS is checked against (default 512M)
@@ -31,6 +36,7 @@ JSON_OUT=""
 QUICK=0
 KEEP=0
 BASE=${E2E_DIR:-/var/tmp}
+SOURCE_BASE=""
 ECD=""
 ECTL=""
 SINK=""
@@ -57,6 +63,7 @@ while [ $# -gt 0 ]; do
   --json) JSON_OUT=$2; shift 2 ;;
   --quick) QUICK=1; shift ;;
   --dir) BASE=$2; shift 2 ;;
+  --source-dir) SOURCE_BASE=$2; shift 2 ;;
   --keep) KEEP=1; shift ;;
   --ecd) ECD=$2; shift 2 ;;
   --ecctl) ECTL=$2; shift 2 ;;
@@ -103,6 +110,7 @@ done
 
 mkdir -p "$BASE"
 WORK=$(mktemp -d "$BASE/ecd-e2e.XXXXXX")
+SOURCE_DIR=""
 ECD_PID=""
 SINK_PID=""
 cleanup() {
@@ -114,6 +122,7 @@ cleanup() {
     echo "--- ecd.log (tail)" >&2
     tail -n 20 "$WORK/ecd.log" >&2
   fi
+  if [ -n "$SOURCE_DIR" ] && [ "$SOURCE_DIR" != "$WORK" ]; then rm -rf "$SOURCE_DIR"; fi
   if [ "$KEEP" -eq 1 ]; then echo "e2e: work directory kept: $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
@@ -152,9 +161,30 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---- the source file
 
-SRC=$WORK/source.bin
+# In memory when /dev/shm is tmpfs with room for it and 1 GiB more, so that encodes read no disk.
+if [ -z "$SOURCE_BASE" ]; then
+  SOURCE_BASE=$WORK
+  if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+    [ "$(df -B1 --output=avail /dev/shm | tail -1)" -gt $((SIZE + (1 << 30))) ]; then
+    SOURCE_BASE=/dev/shm
+  fi
+fi
+if [ "$SOURCE_BASE" = "$WORK" ]; then
+  SOURCE_DIR=$WORK
+else
+  SOURCE_DIR=$(mktemp -d "$SOURCE_BASE/ecd-e2e-source.XXXXXX")
+fi
+SRC=$SOURCE_DIR/source.bin
+SRC_FS=$(stat -f -c %T "$SOURCE_DIR")
+echo "e2e: source file in $SOURCE_DIR ($SRC_FS)"
 head -c "$SIZE" /dev/urandom | tee "$SRC" | cksum | awk '{ print $1, $2 }' >"$WORK/source.cksum"
 [ "$(stat -c %s "$SRC")" -eq "$SIZE" ] || die "could not write $SIZE bytes to $SRC"
+# The same bytes on the disk (the work directory), for the encode that reads its source there.
+SRC_ON_DISK=$SRC
+if [ "$SOURCE_DIR" != "$WORK" ]; then
+  SRC_ON_DISK=$WORK/source.bin
+  cp "$SRC" "$SRC_ON_DISK"
+fi
 SRC_SUM=$(cat "$WORK/source.cksum")
 
 # ---- fio
@@ -231,13 +261,13 @@ start_sink() {
   die "grpc_null_sink did not start within 10 s"
 }
 
-# timed_encode ADDR NAME TAG: encodes the source file as NAME; prints the seconds; checks the
-# size committed (the response is kept in encode-TAG.json).
+# timed_encode ADDR NAME TAG [FILE]: encodes FILE (default the source file) as NAME; prints the
+# seconds; checks the size committed (the response is kept in encode-TAG.json).
 timed_encode() {
-  local addr=$1 name=$2 out=$WORK/encode-$3.json t0 t1
+  local addr=$1 name=$2 out=$WORK/encode-$3.json file=${4:-$SRC} t0 t1
   drop_caches
   t0=$(now_ns)
-  "$ECTL" --addr "$addr" --quiet --json encode "$SRC" --name "$name" --data "$M" --parity "$K" \
+  "$ECTL" --addr "$addr" --quiet --json encode "$file" --name "$name" --data "$M" --parity "$K" \
     --block-size 1M >"$out" || die "encode $name at $addr failed"
   t1=$(now_ns)
   [ "$(jget "$out" "d['object']['size']")" = "$SIZE" ] ||
@@ -286,6 +316,9 @@ T_ENCODE2=$(timed_encode "$ADDR" e2e-2 ecd2)
 ecctl rm e2e-2 >/dev/null
 echo "e2e: null sink encode (2/2)"
 T_SINK2=$(timed_encode "$SINK_ADDR" e2e sink2)
+echo "e2e: ecd encode, the source read from the disk ($SRC_ON_DISK)"
+T_ENCODE_DISK=$(timed_encode "$ADDR" e2e-3 disk "$SRC_ON_DISK")
+ecctl rm e2e-3 >/dev/null
 kill -TERM "$SINK_PID"
 wait "$SINK_PID" || die "grpc_null_sink did not stop cleanly"
 SINK_PID=""
@@ -455,6 +488,7 @@ mean2() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a + b) / 2 }'; }
 ENCODE1=$(mbps "$SIZE" "$T_ENCODE1")
 ENCODE2=$(mbps "$SIZE" "$T_ENCODE2")
 ENCODE=$(mean2 "$ENCODE1" "$ENCODE2")
+ENCODE_DISK=$(mbps "$SIZE" "$T_ENCODE_DISK")
 SINK1=$(mbps "$SIZE" "$T_SINK1")
 SINK2=$(mbps "$SIZE" "$T_SINK2")
 SINKRATE=$(mean2 "$SINK1" "$SINK2")
@@ -509,6 +543,7 @@ row "ecd encode" "$ENCODE" MB/s "grpc null sink" "$SINKRATE" - -
 row "ecd encode" "$ENCODE" MB/s "zfec" "$ZFEC" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "pyeclib" "$PYECLIB" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "par2" "$PAR2" ">=" 100
+row "ecd encode, source read from the same disk" "$ENCODE_DISK" MB/s "fio write x 8/11" "$FIO_W_EC" - -
 row "ecd read" "$READ" MB/s "fio read" "$FIO_R" ">=" 0.8
 row "ecd read, 3 devices failed" "$DEGRADED" MB/s "fio read" "$FIO_R" ">=" 0.6
 row "ecd rebuild (recover --missing-only), 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read" "$FIO_R" ">=" 0.6
@@ -518,8 +553,8 @@ row "ecd peak RSS (VmHWM)" "$RSS_MB" MiB "memory limit" "$LIMIT_MB" "<" 1
 
 echo
 echo "ecd end to end, $(numfmt --to=iec "$SIZE") file, ${M}+${K} x 1 MiB, $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "$CPU, $(nproc) cores; file system: $FS_TYPE ($FS_SOURCE); page cache dropped between" \
-  "phases: $DROP; load $LOAD_START -> $LOAD_END"
+echo "$CPU, $(nproc) cores; file system: $FS_TYPE ($FS_SOURCE); source file on $SRC_FS;" \
+  "page cache dropped between phases: $DROP; load $LOAD_START -> $LOAD_END"
 echo
 printf '| %s | %s | %s | %s | %s |\n' row value reference ratio target
 printf '|---|---:|---|---:|---|\n'
@@ -557,7 +592,9 @@ doc = {
     "cpu": "$CPU", "cores": $(nproc),
     "page_cache_dropped": "$DROP" == "yes", "quick": $QUICK == 1,
     "load_start": "$LOAD_START", "load_end": "$LOAD_END",
+    "source_filesystem": "$SRC_FS",
     "seconds": {"encode": [$T_ENCODE1, $T_ENCODE2], "null_sink_encode": [$T_SINK1, $T_SINK2],
+                "encode_source_on_disk": $T_ENCODE_DISK,
                 "read": [${T_READS[0]}, ${T_READS[1]}],
                 "degraded_read": [${T_DEGRADEDS[0]}, ${T_DEGRADEDS[1]}], "recover": $T_RECOVER,
                 "read_after_recover": $T_AFTER, "recover_check_all": $T_CHECKED,
