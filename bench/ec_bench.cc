@@ -10,15 +10,24 @@
 // no hand-off); "Streaming" variants keep the engine busy (the next batch is submitted before
 // waiting for the previous one). RawIsal2Threads is the machine's two-core ceiling: raw ISA-L on
 // two threads that spin instead of sleeping, each encoding half of the batch.
+// The "Paired" rows run raw ISA-L and the engine (create: on 1 and on 2 workers; recover: on 1)
+// interleaved in time inside one benchmark, a few batches of each in turn per iteration, and
+// report per-variant GB/s and the median of the per-iteration ratios as counters, so that
+// interference on a shared machine lands on every variant alike (scripts/bench_ratios.py).
 #include <benchmark/benchmark.h>
 #include <isa-l/erasure_code.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -267,33 +276,50 @@ void BM_CreateEngineStreaming(benchmark::State& state) {
   Report(state, m, len);
 }
 
+// ec_encode_data rebuilding data blocks 0..e-1 of stripes [first, last) of `st` from data
+// e..M-1 and parity 0..e-1, with the survivors' rows inverted and the tables built once, as a
+// raw caller would.
+class RawRecoverer {
+ public:
+  RawRecoverer(Stripes& st, int e) : st_(st), e_(e), tables_(32 * st.m * e) {
+    const int m = st.m;
+    std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, st.k);
+    std::vector<uint8_t> sub(m * m, 0), inv(m * m), rows(e * m);
+    for (int r = 0; r < m; ++r) {
+      const int idx = r < m - e ? e + r : m + (r - (m - e));
+      for (int c = 0; c < m; ++c) sub[r * m + c] = idx < m ? idx == c : coding[(idx - m) * m + c];
+    }
+    gf_invert_matrix(sub.data(), inv.data(), m);
+    for (int w = 0; w < e; ++w) {
+      for (int c = 0; c < m; ++c) rows[w * m + c] = inv[w * m + c];
+    }
+    ec_init_tables(m, e, rows.data(), tables_.data());
+  }
+  void Recover(int first, int last) {
+    const int m = st_.m;
+    for (int s = first; s < last; ++s) {
+      std::vector<uint8_t*> p = st_.Pointers(s), in, out;
+      for (int i = e_; i < m; ++i) in.push_back(p[i]);
+      for (int j = 0; j < e_; ++j) in.push_back(p[m + j]);
+      for (int w = 0; w < e_; ++w) out.push_back(p[w]);
+      ec_encode_data(static_cast<int>(st_.len), m, e_, tables_.data(), in.data(), out.data());
+    }
+  }
+
+ private:
+  Stripes& st_;
+  const int e_;
+  std::vector<uint8_t> tables_;
+};
+
 // Rebuild `e` lost data blocks (e = range(3)) per stripe.
 void BM_RecoverRawIsal(benchmark::State& state) {
   int m, k;
   size_t len;
   Shape(state, &m, &k, &len);
-  const int e = static_cast<int>(state.range(3));
-  Stripes& st = Stripes::Of(m, k, len);
-  // Survivors: data e..m-1 then parity 0..e-1; invert their rows once, as a raw caller would.
-  std::vector<uint8_t> coding = ecd::ec::CodingMatrix(MatrixType::kCauchy, m, k);
-  std::vector<uint8_t> sub(m * m, 0), inv(m * m), rows(e * m), tables(32 * m * e);
-  for (int r = 0; r < m; ++r) {
-    const int idx = r < m - e ? e + r : m + (r - (m - e));
-    for (int c = 0; c < m; ++c) sub[r * m + c] = idx < m ? idx == c : coding[(idx - m) * m + c];
-  }
-  gf_invert_matrix(sub.data(), inv.data(), m);
-  for (int w = 0; w < e; ++w) {
-    for (int c = 0; c < m; ++c) rows[w * m + c] = inv[w * m + c];
-  }
-  ec_init_tables(m, e, rows.data(), tables.data());
+  RawRecoverer raw(Stripes::Of(m, k, len), static_cast<int>(state.range(3)));
   for (auto _ : state) {
-    for (int s = 0; s < kBatch; ++s) {
-      std::vector<uint8_t*> p = st.Pointers(s), in, out;
-      for (int i = e; i < m; ++i) in.push_back(p[i]);
-      for (int j = 0; j < e; ++j) in.push_back(p[m + j]);
-      for (int w = 0; w < e; ++w) out.push_back(p[w]);
-      ec_encode_data(static_cast<int>(len), m, e, tables.data(), in.data(), out.data());
-    }
+    raw.Recover(0, kBatch);
     benchmark::ClobberMemory();
   }
   Report(state, m, len);
@@ -395,6 +421,117 @@ void BM_UpdateOneBlockEngineRun(benchmark::State& state) {
   Report(state, 1, len);
 }
 
+// The paired rows: the variants of one comparison measured interleaved in time inside one
+// benchmark, so that interference from the rest of a shared machine lands on all of them alike
+// (separate rows run seconds apart, and there the same code measured against itself spans
+// 0.82-1.13). Each iteration is one round: every variant in turn, round r starting at variant
+// r % N so that each goes first equally often, runs a segment of `segment` consecutive batches,
+// and only the batches after the first are timed. The first is warm-up: an engine whose worker
+// went to sleep while the other variants ran pays a futex wake-up there (and the previous
+// engine's worker may still be polling), which the standalone rows never pay in steady state.
+// Returns each round's time per timed batch of each variant, in seconds.
+template <size_t N>
+std::vector<std::array<double, N>> Rounds(benchmark::State& state, int segment,
+                                          const std::array<std::function<void()>, N>& variants) {
+  std::vector<std::array<double, N>> rounds;
+  rounds.reserve(static_cast<size_t>(state.max_iterations));
+  for (auto _ : state) {
+    std::array<double, N>& seconds = rounds.emplace_back();
+    for (size_t i = 0; i < N; ++i) {
+      const size_t v = (rounds.size() - 1 + i) % N;
+      variants[v]();
+      const auto start = std::chrono::steady_clock::now();
+      for (int b = 1; b < segment; ++b) variants[v]();
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      seconds[v] = took.count() / (segment - 1);
+    }
+  }
+  return rounds;
+}
+
+// Batches per segment. At 64 KiB a batch is 0.2-1 ms here (4+2 to 12+4), so 4 batches (3 timed)
+// make a segment of about 1-4 ms: short next to a burst of interference from another process
+// (a compile job's, tens of ms and more), so that one usually spans every variant of a round,
+// and long next to the warm-up's wake-up and the clock reads. At 1 MiB a batch alone is 3.5-22
+// ms: 2, the fewest that leave a timed batch after the warm-up. A 1 MiB round then takes up to
+// about 0.1 s, so those rows want a --benchmark_min_time of a few seconds for enough rounds.
+int SegmentOf(size_t len) { return len < (1 << 20) ? 4 : 2; }
+
+// The median over rounds of f(round).
+template <size_t N, typename F>
+double MedianOver(const std::vector<std::array<double, N>>& rounds, F f) {
+  std::vector<double> v;
+  v.reserve(rounds.size());
+  for (const std::array<double, N>& round : rounds) v.push_back(f(round));
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Sets the paired rows' counters: `name`_GBps of each variant (data bytes of a batch over its
+// median batch time), and bytes processed over all the variants' batches, warm-ups included.
+template <size_t N>
+void ReportPaired(benchmark::State& state, const std::vector<std::array<double, N>>& rounds,
+                  const std::array<const char*, N>& names, int segment, int m, size_t len) {
+  const double batch_bytes = static_cast<double>(kBatch) * m * static_cast<double>(len);
+  for (size_t v = 0; v < N; ++v) {
+    state.counters[std::string(names[v]) + "_GBps"] =
+        batch_bytes / MedianOver(rounds, [v](const std::array<double, N>& t) { return t[v]; }) /
+        1e9;
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(N) *
+                          segment * kBatch * m * static_cast<int64_t>(len));
+}
+
+// Create: raw ISA-L, the engine on one worker and the engine on two, paired. w1_over_raw and
+// w2_over_w1 are the medians over rounds of the round's ratio.
+void BM_CreatePaired(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  Stripes& st = Stripes::Of(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  RawEncoder raw(st);
+  Engine one(EngineOptions{.workers = 1, .check_buffers = false});
+  Engine two(EngineOptions{.workers = 2, .check_buffers = false});
+  const auto make = [&](int s) { return CreateOf(codec, st, s); };
+  const int segment = SegmentOf(len);
+  using Times = std::array<double, 3>;
+  const std::vector<Times> rounds =
+      Rounds<3>(state, segment,
+                {[&] {
+                   raw.Encode(0, kBatch);
+                   benchmark::ClobberMemory();
+                 },
+                 [&] { RunBatch(one, make); }, [&] { RunBatch(two, make); }});
+  ReportPaired<3>(state, rounds, {"raw", "w1", "w2"}, segment, m, len);
+  state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
+  state.counters["w2_over_w1"] = MedianOver(rounds, [](const Times& t) { return t[1] / t[2]; });
+}
+
+// Recover of e data blocks (e = range(3)): raw ISA-L and the engine on one worker, paired.
+void BM_RecoverPaired(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  const int e = static_cast<int>(state.range(3));
+  Stripes& st = Stripes::Of(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  RawRecoverer raw(st, e);
+  Engine one(EngineOptions{.workers = 1, .check_buffers = false});
+  const auto make = RecoverOf(codec, st, e);
+  const int segment = SegmentOf(len);
+  using Times = std::array<double, 2>;
+  const std::vector<Times> rounds = Rounds<2>(state, segment,
+                                              {[&] {
+                                                 raw.Recover(0, kBatch);
+                                                 benchmark::ClobberMemory();
+                                               },
+                                               [&] { RunBatch(one, make); }});
+  ReportPaired<2>(state, rounds, {"raw", "w1"}, segment, m, len);
+  state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
+}
+
 void Shapes(benchmark::internal::Benchmark* b, bool with_workers) {
   for (auto [m, k] : {std::pair{4, 2}, {8, 3}, {10, 4}, {12, 4}}) {
     for (int64_t len : {64 << 10, 1 << 20}) {
@@ -427,6 +564,8 @@ BENCHMARK(BM_RecoverRawIsal)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngine)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngineRun)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngineStreaming)->Apply(RecoverShapes);
+BENCHMARK(BM_CreatePaired)->Apply([](auto* b) { Shapes(b, false); });
+BENCHMARK(BM_RecoverPaired)->Apply(RecoverShapes);
 BENCHMARK(BM_UpdateOneBlockRawIsal)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_UpdateOneBlockEngineRun)->Apply([](auto* b) { Shapes(b, false); });
 

@@ -6,22 +6,36 @@ Usage: bench_ratios.py OUT.json [--median]
 With --benchmark_repetitions, each cell is the best (highest GB/s) of the repetitions: on a
 shared machine interference only ever slows a run down, so the best of N interleaved runs is
 the closest to what the code costs, and a row and its raw ISA-L twin are treated alike.
---median prints medians instead."""
+--median prints medians instead.
+
+The paired rows (BM_CreatePaired, BM_RecoverPaired) measure raw ISA-L and the engine interleaved
+in time inside one benchmark and report their GB/s and ratios as counters; their tables show the
+median of each counter across repetitions, whatever the flag."""
 import json
 import statistics
 import sys
 
 pick = statistics.median if "--median" in sys.argv[2:] else max
 samples = {}
+entries = {}
 for b in json.load(open(sys.argv[1]))["benchmarks"]:
     if b.get("run_type") == "aggregate":
         continue
     samples.setdefault(b["run_name"], []).append(b["bytes_per_second"] / 1e9)
+    entries.setdefault(b["run_name"], []).append(b)
 
 
 def gbps(name):
     values = samples.get(name + "/real_time")
     return pick(values) if values else None
+
+
+def counters(name, keys):
+    """The median across repetitions of each of a paired row's counters `keys`, or None."""
+    runs = entries.get(name + "/real_time")
+    if not runs or any(key not in run for run in runs for key in keys):
+        return None
+    return [statistics.median(run[key] for run in runs) for key in keys]
 
 
 def table(header, rows):
@@ -84,3 +98,26 @@ for m, k in SHAPES:
                      f"{run / raw:.2f}"])
 table(["shape", "block", "raw ISA-L update of one block, GB/s of the changed block",
        "engine Run (caller)", "Run/raw"], rows)
+
+rows = []
+for m, k in SHAPES:
+    for length in LENGTHS:
+        c = counters(f"BM_CreatePaired/{m}/{k}/{length}",
+                     ["raw_GBps", "w1_GBps", "w1_over_raw", "w2_GBps", "w2_over_w1"])
+        if c is None:
+            continue
+        rows.append([f"{m}+{k}", f"{length // 1024} KiB"] + [f"{v:.2f}" for v in c])
+table(["shape", "block", "paired: raw ISA-L create GB/s", "engine 1 worker", "1w/raw",
+       "engine 2 workers", "2w/1w"], rows)
+
+rows = []
+for m, k in SHAPES:
+    for length in LENGTHS:
+        for e in range(1, k + 1):
+            c = counters(f"BM_RecoverPaired/{m}/{k}/{length}/{e}",
+                         ["raw_GBps", "w1_GBps", "w1_over_raw"])
+            if c is None:
+                continue
+            rows.append([f"{m}+{k}", f"{length // 1024} KiB", str(e)] + [f"{v:.2f}" for v in c])
+table(["shape", "block", "erasures", "paired: raw ISA-L recover GB/s", "engine 1 worker",
+       "1w/raw"], rows)
