@@ -180,29 +180,41 @@ absl::StatusOr<DataMessage> ReadFirst(grpc::ServerReader<grpc::ByteBuffer>* read
   return first;
 }
 
-// Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes.
+// Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes, each
+// built in one gRPC slice: the data is copied in once, and at send time the other fields and the
+// data field's tag and length (protobuf's wire format; data is field 1) are written in the room
+// left in front of it (protobuf would copy the data into a std::string, then into a slice).
 class ReadStreamSink final : public store::ByteSink {
  public:
-  ReadStreamSink(const grpc::ServerContext* context, grpc::ServerWriter<v1::ReadResponse>* writer)
-      : context_(context), writer_(writer) {}
+  // Read's or GetBlock's stream (grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>).
+  using Streamer = grpc::internal::WriterInterface<grpc::ByteBuffer>;
 
-  void SetVersion(uint64_t version) override { pending_.set_object_version(version); }
+  ReadStreamSink(const grpc::ServerContext* context, Streamer* stream)
+      : context_(context), stream_(stream) {}
+  ~ReadStreamSink() override {
+    if (buffer_.has_value()) grpc_slice_unref(*buffer_);
+  }
+  ReadStreamSink(const ReadStreamSink&) = delete;
+  ReadStreamSink& operator=(const ReadStreamSink&) = delete;
+
+  void SetVersion(uint64_t version) override { fields_.set_object_version(version); }
 
   absl::Status Start(uint64_t object_size) override {
-    pending_.set_object_size(object_size);
+    fields_.set_object_size(object_size);
     return absl::OkStatus();
   }
 
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
     // Between stripes: a cancelled call or a passed deadline stops the read here.
     if (context_->IsCancelled()) return absl::CancelledError("the call ended");
-    pending_.set_reconstructed_blocks(pending_.reconstructed_blocks() + reconstructed);
+    fields_.set_reconstructed_blocks(fields_.reconstructed_blocks() + reconstructed);
     while (!data.empty()) {
-      const size_t room = kReadChunk - pending_.data().size();
-      const size_t n = std::min(room, data.size());
-      pending_.mutable_data()->append(reinterpret_cast<const char*>(data.data()), n);
+      if (!buffer_.has_value()) buffer_ = grpc_slice_malloc(kRoom + kReadChunk);
+      const size_t n = std::min(kReadChunk - filled_, data.size());
+      std::memcpy(GRPC_SLICE_START_PTR(*buffer_) + kRoom + filled_, data.data(), n);
+      filled_ += n;
       data.remove_prefix(n);
-      if (pending_.data().size() == kReadChunk) {
+      if (filled_ == kReadChunk) {
         if (absl::Status s = Send(); !s.ok()) return s;
       }
     }
@@ -212,23 +224,54 @@ class ReadStreamSink final : public store::ByteSink {
   // Sends what is buffered; also sends one (empty) message when nothing was sent at all, so
   // the client always learns the object's size.
   absl::Status Finish() {
-    if (!pending_.data().empty() || !sent_any_) return Send();
+    if (filled_ > 0 || !sent_any_) return Send();
     return absl::OkStatus();
   }
 
  private:
+  // Room for the other fields (three varints) and the data field's tag and length.
+  static constexpr size_t kRoom = 64;
+  static constexpr uint8_t kDataTag = (1 << 3) | 2;  // Field 1, length-delimited.
+
   absl::Status Send() {
-    if (!writer_->Write(pending_)) return absl::CancelledError("the client went away");
+    if (!buffer_.has_value()) buffer_ = grpc_slice_malloc(kRoom);
+    uint8_t prefix[kRoom];
+    size_t size = fields_.ByteSizeLong();
+    fields_.SerializeWithCachedSizesToArray(prefix);
+    prefix[size++] = kDataTag;
+    for (uint64_t v = filled_;; v >>= 7) {
+      prefix[size++] = static_cast<uint8_t>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
+      if (v < 0x80) break;
+    }
+    std::memcpy(GRPC_SLICE_START_PTR(*buffer_) + kRoom - size, prefix, size);
+    grpc::Slice message =
+        grpc::Slice(*buffer_, grpc::Slice::STEAL_REF).sub(kRoom - size, kRoom + filled_);
+    buffer_.reset();
+    filled_ = 0;
+    if (!stream_->Write(grpc::ByteBuffer(&message, 1))) {
+      return absl::CancelledError("the client went away");
+    }
     sent_any_ = true;
-    pending_.Clear();
+    fields_.Clear();
     return absl::OkStatus();
   }
 
   const grpc::ServerContext* const context_;
-  grpc::ServerWriter<v1::ReadResponse>* const writer_;
-  v1::ReadResponse pending_;
+  Streamer* const stream_;
+  v1::ReadResponse fields_;           // Every field but data, for the next message.
+  std::optional<grpc_slice> buffer_;  // The next message: kRoom, then filled_ bytes of data.
+  size_t filled_ = 0;
   bool sent_any_ = false;
 };
+
+// The request of a Read or GetBlock (their one message), or the status to end the call with.
+template <typename Request>
+std::optional<grpc::Status> ReadRequestOf(
+    grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>* stream, Request* request) {
+  if (stream->Read(request)) return std::nullopt;
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      "the call carried no request message; send exactly one");
+}
 
 }  // namespace
 
@@ -246,6 +289,22 @@ ObjectsService::ObjectsService(store::Store* store, store::Scrubber* scrubber,
                      new EncodeHandler(std::mem_fn(&ObjectsService::EncodeFromBytes), this));
   MarkMethodStreamed(ObjectsMethodIndex("Update"),
                      new UpdateHandler(std::mem_fn(&ObjectsService::UpdateFromBytes), this));
+  // Read and GetBlock send their responses as raw bytes (ReadStreamSink builds them); the one
+  // request is read from the stream, as gRPC's split-streaming handler does.
+  MarkMethodStreamed(
+      ObjectsMethodIndex("Read"),
+      new grpc::internal::SplitServerStreamingHandler<v1::ReadRequest, grpc::ByteBuffer>(
+          [this](grpc::ServerContext* context,
+                 grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
+            return ReadFromBytes(context, stream);
+          }));
+  MarkMethodStreamed(
+      ObjectsMethodIndex("GetBlock"),
+      new grpc::internal::SplitServerStreamingHandler<v1::GetBlockRequest, grpc::ByteBuffer>(
+          [this](grpc::ServerContext* context,
+                 grpc::ServerSplitStreamer<v1::GetBlockRequest, grpc::ByteBuffer>* stream) {
+            return GetBlockFromBytes(context, stream);
+          }));
 }
 
 grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
@@ -288,13 +347,16 @@ grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ObjectsService::Read(grpc::ServerContext* context, const v1::ReadRequest* request,
-                                  grpc::ServerWriter<v1::ReadResponse>* writer) {
+grpc::Status ObjectsService::ReadFromBytes(
+    grpc::ServerContext* context,
+    grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
   if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Read"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  ReadStreamSink sink(context, writer);
-  absl::Status s = store_->Read(request->name(), request->offset(), request->length(), sink);
+  v1::ReadRequest request;
+  if (auto s = ReadRequestOf(stream, &request)) return *s;
+  ReadStreamSink sink(context, stream);
+  absl::Status s = store_->Read(request.name(), request.offset(), request.length(), sink);
   if (s.ok()) s = sink.Finish();
   return Finish(context, s, "the read stopped");
 }
@@ -330,14 +392,16 @@ grpc::Status ObjectsService::UpdateFromBytes(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ObjectsService::GetBlock(grpc::ServerContext* context,
-                                      const v1::GetBlockRequest* request,
-                                      grpc::ServerWriter<v1::ReadResponse>* writer) {
+grpc::Status ObjectsService::GetBlockFromBytes(
+    grpc::ServerContext* context,
+    grpc::ServerSplitStreamer<v1::GetBlockRequest, grpc::ByteBuffer>* stream) {
   if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/GetBlock"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  ReadStreamSink sink(context, writer);
-  absl::Status s = store_->GetBlock(request->name(), request->stripe(), request->index(), sink);
+  v1::GetBlockRequest request;
+  if (auto s = ReadRequestOf(stream, &request)) return *s;
+  ReadStreamSink sink(context, stream);
+  absl::Status s = store_->GetBlock(request.name(), request.stripe(), request.index(), sink);
   if (s.ok()) s = sink.Finish();
   return Finish(context, s, "the read stopped");
 }

@@ -20,7 +20,8 @@ class ObjectsService final : public v1::Objects::Service {
   // Encode and Update receive their requests as raw grpc::ByteBuffers (the methods named in
   // kRawRequestMethods): the constructor gives those two methods handlers that call
   // EncodeFromBytes and UpdateFromBytes, which copy each message's data once, from gRPC's
-  // slices into the store's buffer.
+  // slices into the store's buffer. Read and GetBlock likewise send raw ByteBuffers, each
+  // ReadResponse built in one slice (ReadFromBytes, GetBlockFromBytes).
   ObjectsService(store::Store* store, store::Scrubber* scrubber,
                  const store::ScrubberOptions& scrub_options);
   // The input limits and the in-flight limiter; the limiter (may be null: no call limits) must
@@ -38,8 +39,13 @@ class ObjectsService final : public v1::Objects::Service {
   grpc::Status UpdateFromBytes(grpc::ServerContext* context,
                                grpc::ServerReader<grpc::ByteBuffer>* reader,
                                v1::UpdateResponse* response);
-  grpc::Status Read(grpc::ServerContext* context, const v1::ReadRequest* request,
-                    grpc::ServerWriter<v1::ReadResponse>* writer) override;
+  // The Read and GetBlock methods (see the constructor); the stream's messages are
+  // ReadResponses in protobuf's wire format.
+  grpc::Status ReadFromBytes(grpc::ServerContext* context,
+                             grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream);
+  grpc::Status GetBlockFromBytes(
+      grpc::ServerContext* context,
+      grpc::ServerSplitStreamer<v1::GetBlockRequest, grpc::ByteBuffer>* stream);
   grpc::Status Stat(grpc::ServerContext* context, const v1::StatRequest* request,
                     v1::StatResponse* response) override;
   grpc::Status List(grpc::ServerContext* context, const v1::ListRequest* request,
@@ -48,8 +54,6 @@ class ObjectsService final : public v1::Objects::Service {
                       v1::DeleteResponse* response) override;
   grpc::Status Recover(grpc::ServerContext* context, const v1::RecoverRequest* request,
                        grpc::ServerWriter<v1::RecoverProgress>* writer) override;
-  grpc::Status GetBlock(grpc::ServerContext* context, const v1::GetBlockRequest* request,
-                        grpc::ServerWriter<v1::ReadResponse>* writer) override;
   grpc::Status Scrub(grpc::ServerContext* context, const v1::ScrubRequest* request,
                      grpc::ServerWriter<v1::ScrubProgress>* writer) override;
   grpc::Status GetScrubStatus(grpc::ServerContext* context, const v1::ScrubStatusRequest* request,
