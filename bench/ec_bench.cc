@@ -21,6 +21,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -449,13 +450,25 @@ std::vector<std::array<double, N>> Rounds(benchmark::State& state, int segment,
   return rounds;
 }
 
-// Batches per segment. At 64 KiB a batch is 0.2-1 ms here (4+2 to 12+4), so 4 batches (3 timed)
-// make a segment of about 1-4 ms: short next to a burst of interference from another process
-// (a compile job's, tens of ms and more), so that one usually spans every variant of a round,
-// and long next to the warm-up's wake-up and the clock reads. At 1 MiB a batch alone is 3.5-22
-// ms: 2, the fewest that leave a timed batch after the warm-up. A 1 MiB round then takes up to
-// about 0.1 s, so those rows want a --benchmark_min_time of a few seconds for enough rounds.
-int SegmentOf(size_t len) { return len < (1 << 20) ? 4 : 2; }
+// Batches per segment: enough for a segment of about 2 ms of raw ISA-L work (the fastest
+// variant but for the two-worker engine), and at least 2 so that one is timed after the
+// warm-up. 2 ms is short next to a burst of interference from another process (a compile job's,
+// tens of ms and more), so that one usually spans every variant of a round, and long next to
+// the warm-up's wake-up, the clock reads and the 100 us that the previous variant's idle worker
+// keeps polling (EngineOptions::poll) on the other CPU. At 64 KiB a 4+2 batch is about 0.1 ms
+// of work here (20 batches a segment), at 1 MiB a batch alone is 3.5-22 ms (2 batches). A 1 MiB
+// round then takes up to about 0.1 s, so those rows want a --benchmark_min_time of a second or
+// more for enough rounds. `raw` runs one batch of raw ISA-L; the median of 5 is the estimate.
+int SegmentOf(const std::function<void()>& raw) {
+  std::array<double, 5> t{};
+  for (double& seconds : t) {
+    const auto start = std::chrono::steady_clock::now();
+    raw();
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  std::sort(t.begin(), t.end());
+  return std::clamp(static_cast<int>(std::ceil(2e-3 / t[2])) + 1, 2, 64);
+}
 
 // The median over rounds of f(round).
 template <size_t N, typename F>
@@ -495,15 +508,14 @@ void BM_CreatePaired(benchmark::State& state) {
   Engine one(EngineOptions{.workers = 1, .check_buffers = false});
   Engine two(EngineOptions{.workers = 2, .check_buffers = false});
   const auto make = [&](int s) { return CreateOf(codec, st, s); };
-  const int segment = SegmentOf(len);
+  const std::function<void()> raw_batch = [&] {
+    raw.Encode(0, kBatch);
+    benchmark::ClobberMemory();
+  };
+  const int segment = SegmentOf(raw_batch);
   using Times = std::array<double, 3>;
-  const std::vector<Times> rounds =
-      Rounds<3>(state, segment,
-                {[&] {
-                   raw.Encode(0, kBatch);
-                   benchmark::ClobberMemory();
-                 },
-                 [&] { RunBatch(one, make); }, [&] { RunBatch(two, make); }});
+  const std::vector<Times> rounds = Rounds<3>(
+      state, segment, {raw_batch, [&] { RunBatch(one, make); }, [&] { RunBatch(two, make); }});
   ReportPaired<3>(state, rounds, {"raw", "w1", "w2"}, segment, m, len);
   state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
   state.counters["w2_over_w1"] = MedianOver(rounds, [](const Times& t) { return t[1] / t[2]; });
@@ -520,14 +532,14 @@ void BM_RecoverPaired(benchmark::State& state) {
   RawRecoverer raw(st, e);
   Engine one(EngineOptions{.workers = 1, .check_buffers = false});
   const auto make = RecoverOf(codec, st, e);
-  const int segment = SegmentOf(len);
+  const std::function<void()> raw_batch = [&] {
+    raw.Recover(0, kBatch);
+    benchmark::ClobberMemory();
+  };
+  const int segment = SegmentOf(raw_batch);
   using Times = std::array<double, 2>;
-  const std::vector<Times> rounds = Rounds<2>(state, segment,
-                                              {[&] {
-                                                 raw.Recover(0, kBatch);
-                                                 benchmark::ClobberMemory();
-                                               },
-                                               [&] { RunBatch(one, make); }});
+  const std::vector<Times> rounds =
+      Rounds<2>(state, segment, {raw_batch, [&] { RunBatch(one, make); }});
   ReportPaired<2>(state, rounds, {"raw", "w1"}, segment, m, len);
   state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
 }
