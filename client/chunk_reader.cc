@@ -104,6 +104,10 @@ ChunkReader::ChunkReader(int fd, size_t chunk_size, int buffers)
       positional_(IsRegular(fd)),
       pool_(std::make_shared<ChunkPool>(buffers, chunk_size)) {
   if (!positional_) return;
+  // From where the file offset stands, as read(2) would (`ecctl encode - <file` after a shell
+  // read part of it). An offset that is not 4 KiB-aligned makes O_DIRECT refuse the first
+  // read, and buffered reads take over.
+  if (const off_t at = ::lseek(fd_, 0, SEEK_CUR); at > 0) start_ = static_cast<uint64_t>(at);
   original_flags_ = ::fcntl(fd_, F_GETFL);
   // Refused (EINVAL) by file systems without O_DIRECT: then the page cache it is.
   if (original_flags_ >= 0 && ::fcntl(fd_, F_SETFL, original_flags_ | O_DIRECT) == 0) {
@@ -120,12 +124,15 @@ ChunkReader::~ChunkReader() {
 
 ssize_t ChunkReader::ReadOnce(uint8_t* out, size_t size, uint64_t offset) {
   for (;;) {
+    // Read before the call: another thread may turn O_DIRECT off meanwhile, and this read's
+    // EINVAL must then still count as O_DIRECT's.
+    const bool direct = direct_.load();
     const ssize_t n =
         positional_ ? ::pread(fd_, out, size, static_cast<off_t>(offset)) : ::read(fd_, out, size);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EINVAL && direct_) {
-      // Some file systems take the flag but refuse the read; so does the unaligned offset
-      // after the file's short last chunk. Buffered reads take over from here.
+    if (n < 0 && errno == EINVAL && direct) {
+      // Some file systems take the flag but refuse the read; so does an unaligned offset (the
+      // start of the input, or after the file's short last chunk). Buffered reads take over.
       direct_ = false;
       ::fcntl(fd_, F_SETFL, original_flags_);
       continue;
@@ -175,7 +182,7 @@ void ChunkReader::ReadAhead() {
       }
       number = claimed_++;
     }
-    const Filled f = ReadAt(buffer, number * chunk_size_);
+    const Filled f = ReadAt(buffer, start_ + number * chunk_size_);
     const bool last = f.buffer < 0 || f.bytes < chunk_size_;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -59,7 +59,7 @@ class ChunkReader {
  public:
   // Reads `fd` (not owned; it must stay open until the reader is destroyed) in chunks of
   // `chunk_size` bytes (a multiple of 4096), with up to `buffers` chunks read ahead or held by
-  // gRPC. A regular file is read from offset 0 with pread, O_DIRECT if possible, by
+  // gRPC. A regular file is read from its current offset with pread, O_DIRECT if possible, by
   // kReadThreads threads, each chunk whole (only the last is short). Anything else (a pipe, a
   // terminal) is read with read(2) on the caller's thread, in Next, in the chunks it gives (a
   // read of a pipe can block for ever, and a thread blocked in it could not be stopped).
@@ -100,6 +100,7 @@ class ChunkReader {
   const bool positional_;    // A regular file: read by threads_.
   int original_flags_ = -1;  // fd_'s file status flags, restored on destruction.
   std::atomic<bool> direct_{false};
+  uint64_t start_ = 0;  // The file offset the input starts at (a regular file).
   std::shared_ptr<ChunkPool> pool_;
 
   std::mutex mu_;

@@ -88,6 +88,18 @@ TEST(ChunkReaderTest, ReadsEveryByteOfFilesOfEdgeSizes) {
   }
 }
 
+TEST(ChunkReaderTest, StartsWhereTheFileOffsetStands) {
+  const std::string bytes = RandomBytes(3 * kChunk + 10, 3);
+  TempFile file(std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp", bytes);
+  // Aligned (O_DIRECT can go on) and unaligned (buffered reads take over).
+  for (off_t at : {off_t{4096}, off_t{5000}}) {
+    ASSERT_EQ(::lseek(file.fd(), at, SEEK_SET), at);
+    ChunkReader reader(file.fd(), kChunk, 3);
+    size_t chunks = 0;
+    EXPECT_EQ(ReadAll(reader, &chunks), bytes.substr(static_cast<size_t>(at))) << at;
+  }
+}
+
 TEST(ChunkReaderTest, ReadsAPipeInTheChunksItGets) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);

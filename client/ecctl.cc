@@ -19,6 +19,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -287,9 +288,13 @@ std::string Shape(const v1::ObjectInfo& o) {
 // ---- encode
 
 // The size of the regular file open as `fd`; 0 (unknown) for a pipe or a terminal.
-uint64_t FileSize(int fd) {
+// The bytes left to read in `fd` when it is a regular file (from its current offset, where
+// reads start), else nullopt.
+std::optional<uint64_t> FileSize(int fd) {
   struct stat st {};
-  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const off_t at = std::max<off_t>(::lseek(fd, 0, SEEK_CUR), 0);
+  return at < st.st_size ? static_cast<uint64_t>(st.st_size - at) : 0;
 }
 
 // Grows `fd` to a kChunk-byte pipe buffer when it is a pipe (`ecctl read -o - | tool`,
@@ -334,7 +339,7 @@ void StreamFile(int fd, const std::string& file, const Request& request,
   constexpr int kBuffers = 8;  // Read ahead or still held by gRPC: 8 MiB of ecctl's memory.
   grpc::Slice header(request.SerializeAsString());
   if (!writer.Write(grpc::ByteBuffer(&header, 1))) return;
-  const uint64_t total = FileSize(fd);
+  const uint64_t total = FileSize(fd).value_or(0);
   uint64_t sent = 0;
   ecd::client::ChunkReader reader(fd, kChunk, kBuffers);
   for (;;) {
@@ -402,8 +407,8 @@ void Encode(Client& c, const EncodeArgs& a) {
   const std::string name = request.header().name();
   const int fd = OpenInput(a.file);
   // A regular file's size goes in the header: ecd refuses one over its limit before any data.
-  if (struct stat st{}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    request.mutable_header()->set_size(static_cast<uint64_t>(st.st_size));
+  if (const std::optional<uint64_t> size = FileSize(fd)) {
+    request.mutable_header()->set_size(*size);
   }
 
   auto context = c.Context();
@@ -846,8 +851,8 @@ void Update(Client& c, const UpdateArgs& a) {
   h->set_append(a.append);
   if (a.hex_given) {
     h->set_size(inline_bytes.size());
-  } else if (struct stat st{}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    h->set_size(static_cast<uint64_t>(st.st_size));
+  } else if (const std::optional<uint64_t> size = FileSize(fd)) {
+    h->set_size(*size);
   }
 
   auto context = c.Context();

@@ -222,6 +222,11 @@ src, patch = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
 sys.stdout.buffer.write(src[:777] + patch + src[777 + len(patch):])' \
   "$WORK/piped.src" "$WORK/piped.patch" >"$WORK/piped.want"
 ecctl read piped -o - | cmp -s - "$WORK/piped.want" || fail "update from a pipe: other bytes"
+# stdin a regular file whose offset an earlier reader moved: the rest of it, declared as such.
+{ python3 -c 'import os; os.lseek(0, 5000, os.SEEK_SET)'; ecctl --quiet encode - --name rest >/dev/null; } <"$WORK/piped.src"
+tail -c +5001 "$WORK/piped.src" >"$WORK/rest.want"
+ecctl read rest -o - | cmp -s - "$WORK/rest.want" || fail "encode from stdin at an offset: other bytes"
+ecctl rm rest >/dev/null
 ecctl --quiet update empty --offset 0 --append --file "$WORK/empty.bin" >/dev/null
 [ "$(ecctl --json stat empty | json 'd["object"]["size"]')" = 0 ] || fail "empty update: size"
 ecctl rm empty >/dev/null
