@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -102,24 +103,34 @@ ChunkReader::ChunkReader(int fd, size_t chunk_size, int buffers)
     : fd_(fd),
       chunk_size_(chunk_size),
       positional_(IsRegular(fd)),
+      read_fd_(fd),
       pool_(std::make_shared<ChunkPool>(buffers, chunk_size)) {
   if (!positional_) return;
   // From where the file offset stands, as read(2) would (`ecctl encode - <file` after a shell
   // read part of it). An offset that is not 4 KiB-aligned makes O_DIRECT refuse the first
   // read, and buffered reads take over.
   if (const off_t at = ::lseek(fd_, 0, SEEK_CUR); at > 0) start_ = static_cast<uint64_t>(at);
-  original_flags_ = ::fcntl(fd_, F_GETFL);
-  // Refused (EINVAL) by file systems without O_DIRECT: then the page cache it is.
-  if (original_flags_ >= 0 && ::fcntl(fd_, F_SETFL, original_flags_ | O_DIRECT) == 0) {
+  // O_DIRECT goes on a private open file description of the same file, never on `fd`'s, which
+  // a shell or parent process may share (and would find changed if ecctl were killed). Without
+  // /proc, or with a file system that refuses O_DIRECT (EINVAL), the page cache it is.
+  const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+  int own = ::open(self.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (own >= 0) {
     direct_ = true;
+  } else {
+    own = ::open(self.c_str(), O_RDONLY | O_CLOEXEC);
   }
+  if (own >= 0) read_fd_ = own;
   for (int i = 0; i < kReadThreads; ++i) threads_.emplace_back([this] { ReadAhead(); });
 }
 
 ChunkReader::~ChunkReader() {
   pool_->Stop();  // A thread waiting for a buffer gives up; one reading finishes its read.
   for (std::thread& t : threads_) t.join();
-  if (original_flags_ >= 0) ::fcntl(fd_, F_SETFL, original_flags_);
+  if (!positional_) return;
+  if (read_fd_ != fd_) ::close(read_fd_);
+  // Past what was taken, as read(2) would have left it (the next reader of a shared stdin).
+  ::lseek(fd_, static_cast<off_t>(start_ + taken_), SEEK_SET);
 }
 
 ssize_t ChunkReader::ReadOnce(uint8_t* out, size_t size, uint64_t offset) {
@@ -127,14 +138,15 @@ ssize_t ChunkReader::ReadOnce(uint8_t* out, size_t size, uint64_t offset) {
     // Read before the call: another thread may turn O_DIRECT off meanwhile, and this read's
     // EINVAL must then still count as O_DIRECT's.
     const bool direct = direct_.load();
-    const ssize_t n =
-        positional_ ? ::pread(fd_, out, size, static_cast<off_t>(offset)) : ::read(fd_, out, size);
+    const ssize_t n = positional_ ? ::pread(read_fd_, out, size, static_cast<off_t>(offset))
+                                  : ::read(read_fd_, out, size);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EINVAL && direct) {
       // Some file systems take the flag but refuse the read; so does an unaligned offset (the
-      // start of the input, or after the file's short last chunk). Buffered reads take over.
+      // start of the input, or after the file's short last chunk). Buffered reads take over
+      // (on the private description only).
       direct_ = false;
-      ::fcntl(fd_, F_SETFL, original_flags_);
+      ::fcntl(read_fd_, F_SETFL, ::fcntl(read_fd_, F_GETFL) & ~O_DIRECT);
       continue;
     }
     return n < 0 ? -errno : n;
@@ -212,6 +224,7 @@ absl::StatusOr<std::optional<Chunk>> ChunkReader::Next() {
     if (f.error != 0) return absl::InternalError(std::strerror(f.error));
     return std::nullopt;
   }
+  taken_ += f.bytes;
   return Chunk(std::make_unique<Chunk::Hold>(pool_, f.buffer), pool_->data(f.buffer), f.bytes);
 }
 

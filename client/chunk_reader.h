@@ -59,12 +59,15 @@ class ChunkReader {
  public:
   // Reads `fd` (not owned; it must stay open until the reader is destroyed) in chunks of
   // `chunk_size` bytes (a multiple of 4096), with up to `buffers` chunks read ahead or held by
-  // gRPC. A regular file is read from its current offset with pread, O_DIRECT if possible, by
+  // gRPC. A regular file is read from its current offset with pread, on a private open file
+  // description (so `fd`'s flags never change) with O_DIRECT if possible, by
   // kReadThreads threads, each chunk whole (only the last is short). Anything else (a pipe, a
   // terminal) is read with read(2) on the caller's thread, in Next, in the chunks it gives (a
   // read of a pipe can block for ever, and a thread blocked in it could not be stopped).
   ChunkReader(int fd, size_t chunk_size, int buffers);
-  ~ChunkReader();  // Stops the read-ahead threads.
+  // Stops the read-ahead threads, and leaves a regular file's offset just past the bytes Next
+  // returned, where read(2) would have left it.
+  ~ChunkReader();
   ChunkReader(const ChunkReader&) = delete;
   ChunkReader& operator=(const ChunkReader&) = delete;
 
@@ -97,8 +100,8 @@ class ChunkReader {
 
   const int fd_;
   const size_t chunk_size_;
-  const bool positional_;    // A regular file: read by threads_.
-  int original_flags_ = -1;  // fd_'s file status flags, restored on destruction.
+  const bool positional_;  // A regular file: read by threads_.
+  int read_fd_;            // A private description of fd_'s file (a regular file), or fd_.
   std::atomic<bool> direct_{false};
   uint64_t start_ = 0;  // The file offset the input starts at (a regular file).
   std::shared_ptr<ChunkPool> pool_;
@@ -109,6 +112,7 @@ class ChunkReader {
   bool last_claimed_ = false;          // A read found the end or failed. Guarded by mu_.
   std::map<uint64_t, Filled> filled_;  // Chunks read and not yet taken. Guarded by mu_.
   uint64_t next_ = 0;                  // The chunk Next returns next (caller's thread only).
+  uint64_t taken_ = 0;                 // Bytes Next returned (caller's thread only).
   bool ended_ = false;                 // Next returned the end or an error (caller's thread).
   std::vector<std::thread> threads_;
 };

@@ -94,10 +94,24 @@ TEST(ChunkReaderTest, StartsWhereTheFileOffsetStands) {
   // Aligned (O_DIRECT can go on) and unaligned (buffered reads take over).
   for (off_t at : {off_t{4096}, off_t{5000}}) {
     ASSERT_EQ(::lseek(file.fd(), at, SEEK_SET), at);
-    ChunkReader reader(file.fd(), kChunk, 3);
-    size_t chunks = 0;
-    EXPECT_EQ(ReadAll(reader, &chunks), bytes.substr(static_cast<size_t>(at))) << at;
+    {
+      ChunkReader reader(file.fd(), kChunk, 3);
+      size_t chunks = 0;
+      EXPECT_EQ(ReadAll(reader, &chunks), bytes.substr(static_cast<size_t>(at))) << at;
+      // O_DIRECT, if any, is on the reader's own description, not on the caller's.
+      EXPECT_EQ(::fcntl(file.fd(), F_GETFL) & O_DIRECT, 0);
+    }
+    // Left past what was read, as read(2) would (the next reader of a shared stdin).
+    EXPECT_EQ(::lseek(file.fd(), 0, SEEK_CUR), static_cast<off_t>(bytes.size()));
   }
+  // A reader stopped early leaves the offset past the chunks it returned, not those read ahead.
+  ASSERT_EQ(::lseek(file.fd(), 0, SEEK_SET), 0);
+  {
+    ChunkReader reader(file.fd(), kChunk, 3);
+    absl::StatusOr<std::optional<Chunk>> first = reader.Next();
+    ASSERT_TRUE(first.ok() && first->has_value());
+  }
+  EXPECT_EQ(::lseek(file.fd(), 0, SEEK_CUR), static_cast<off_t>(kChunk));
 }
 
 TEST(ChunkReaderTest, ReadsAPipeInTheChunksItGets) {

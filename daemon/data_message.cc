@@ -159,9 +159,13 @@ void DataMessage::Reset() {
 absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* header) {
   Reset();
   header->Clear();
-  // Dump takes references to the slices (no copy) and fails only on a buffer that holds
-  // nothing at all, which is the empty message.
-  if (buffer->Valid() && !buffer->Dump(&slices_).ok()) slices_.clear();
+  // Dump takes references to the slices (no copy). A buffer that holds nothing at all is the
+  // empty message; one whose bytes cannot be had (a failed decompression) is refused.
+  if (buffer->Valid() && !buffer->Dump(&slices_).ok()) {
+    buffer->Clear();
+    Reset();
+    return Malformed("its bytes could not be read from gRPC's buffer (compressed badly?)");
+  }
   buffer->Clear();
   for (const grpc::Slice& s : slices_) wire_size_ += s.size();
 

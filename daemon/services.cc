@@ -90,6 +90,7 @@ class StreamSource final : public store::ByteSource {
     while (at_ == current_.data_size()) {
       if (done_) return 0;
       at_ = 0;
+      current_ = DataMessage();  // Nothing of the last message can be read again.
       if (!reader_->Read(&raw_)) {
         done_ = true;
         if (context_->IsCancelled()) {
@@ -270,7 +271,8 @@ std::optional<grpc::Status> ReadRequestOf(
     grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>* stream, Request* request) {
   if (stream->Read(request)) return std::nullopt;
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      "the call carried no request message; send exactly one");
+                      "the call carried no request message, or one that does not parse (a name "
+                      "that is not UTF-8?); send exactly one valid request");
 }
 
 }  // namespace
