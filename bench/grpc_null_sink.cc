@@ -55,20 +55,15 @@ class NullObjects final : public v1::Objects::Service {
   grpc::Status EncodeFromBytes(grpc::ServerContext* context,
                                grpc::ServerReader<grpc::ByteBuffer>* reader,
                                v1::EncodeResponse* response) {
-    grpc::ByteBuffer raw;
-    ecd::daemon::DataMessage message;
     v1::EncodeHeader header, later;
-    if (!reader->Read(&raw)) {
+    absl::StatusOr<ecd::daemon::DataMessage> first =
+        ecd::daemon::ReadFirstMessage(reader, "Encode", "name, shape", &header);
+    if (!first.ok()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "empty Encode stream: the first message must carry a header");
+                          std::string(first.status().message()));
     }
-    if (absl::Status s = message.Parse(&raw, &header); !s.ok()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
-    }
-    if (!message.has_header()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "the first EncodeRequest must carry a header (name, shape)");
-    }
+    ecd::daemon::DataMessage message = *std::move(first);
+    grpc::ByteBuffer raw;
     uint64_t bytes = message.data_size();
     uint64_t messages = 1;
     while (reader->Read(&raw)) {

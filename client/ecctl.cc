@@ -3,7 +3,9 @@
 // (kExitCodes below, docs/errors.md). Long transfers and waits draw a progress line on stderr
 // when it is a terminal (client/progress.h).
 #include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
@@ -287,7 +289,6 @@ std::string Shape(const v1::ObjectInfo& o) {
 
 // ---- encode
 
-// The size of the regular file open as `fd`; 0 (unknown) for a pipe or a terminal.
 // The bytes left to read in `fd` when it is a regular file (from its current offset, where
 // reads start), else nullopt.
 std::optional<uint64_t> FileSize(int fd) {
@@ -335,7 +336,10 @@ template <typename Request>
 void StreamFile(int fd, const std::string& file, const Request& request,
                 grpc::ClientWriter<grpc::ByteBuffer>& writer, grpc::ClientContext& context,
                 ProgressBar& progress) {
-  constexpr uint8_t kDataTag = (2 << 3) | 2;  // Field 2, length-delimited.
+  using google::protobuf::internal::WireFormatLite;
+  using google::protobuf::io::CodedOutputStream;
+  constexpr uint32_t kDataTag =
+      WireFormatLite::MakeTag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
   constexpr int kBuffers = 8;  // Read ahead or still held by gRPC: 8 MiB of ecctl's memory.
   grpc::Slice header(request.SerializeAsString());
   if (!writer.Write(grpc::ByteBuffer(&header, 1))) return;
@@ -350,13 +354,10 @@ void StreamFile(int fd, const std::string& file, const Request& request,
     }
     if (!chunk->has_value()) return;
     const size_t n = (*chunk)->size();
-    uint8_t prefix[11];
-    size_t prefix_size = 0;
-    prefix[prefix_size++] = kDataTag;
-    for (uint64_t v = n;; v >>= 7) {
-      prefix[prefix_size++] = static_cast<uint8_t>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
-      if (v < 0x80) break;
-    }
+    uint8_t prefix[16];  // A one-byte tag and a varint64 (at most 10 bytes).
+    uint8_t* end = CodedOutputStream::WriteTagToArray(kDataTag, prefix);
+    end = CodedOutputStream::WriteVarint64ToArray(n, end);
+    const size_t prefix_size = static_cast<size_t>(end - prefix);
     std::memcpy((*chunk)->Prefix(prefix_size).data(), prefix, prefix_size);
     grpc::Slice message = (*chunk)->TakeSlice(prefix_size);
     if (!writer.Write(grpc::ByteBuffer(&message, 1))) return;

@@ -208,6 +208,26 @@ absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::Mess
   return status;
 }
 
+absl::StatusOr<DataMessage> ReadFirstMessage(grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                             absl::string_view method, absl::string_view fields,
+                                             google::protobuf::MessageLite* header) {
+  grpc::ByteBuffer raw;
+  if (!reader->Read(&raw)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("empty ", method, " stream: the first message must carry a header"));
+  }
+  DataMessage first;
+  if (absl::Status s = first.Parse(&raw, header); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the first ", method, "Request was refused: ", s.message(), "; nothing was stored"));
+  }
+  if (!first.has_header()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the first ", method, "Request must carry a header (", fields, ")"));
+  }
+  return first;
+}
+
 size_t DataMessage::CopyData(uint64_t offset, absl::Span<uint8_t> out) const {
   size_t copied = 0;
   for (Piece p : data_) {

@@ -8,12 +8,15 @@
 #include <google/protobuf/message_lite.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
+#include <grpcpp/support/sync_stream.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
 namespace ecd::daemon {
@@ -60,6 +63,13 @@ class DataMessage {
   uint64_t data_size_ = 0;
   bool has_header_ = false;
 };
+
+// The first message of an Encode or Update stream (`method`: "Encode"), which must carry the
+// header (`fields` names what it holds, for the error); the header is parsed into `header`.
+// INVALID_ARGUMENT for an empty stream, bytes that are not a valid message, or no header.
+absl::StatusOr<DataMessage> ReadFirstMessage(grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                             absl::string_view method, absl::string_view fields,
+                                             google::protobuf::MessageLite* header);
 
 }  // namespace ecd::daemon
 

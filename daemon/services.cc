@@ -1,6 +1,9 @@
 // Objects and Devices services: stream adapters between gRPC and the Store.
 #include "daemon/services.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -159,28 +162,6 @@ class StreamSource final : public store::ByteSource {
   std::optional<Limit> refused_;
 };
 
-// The first message of an Encode or Update stream (`method`), which must carry the header
-// (`fields` names what it holds); the header is parsed into `header`.
-absl::StatusOr<DataMessage> ReadFirst(grpc::ServerReader<grpc::ByteBuffer>* reader,
-                                      absl::string_view method, absl::string_view fields,
-                                      google::protobuf::MessageLite* header) {
-  grpc::ByteBuffer raw;
-  if (!reader->Read(&raw)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("empty ", method, " stream: the first message must carry a header"));
-  }
-  DataMessage first;
-  if (absl::Status s = first.Parse(&raw, header); !s.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the first ", method, "Request was refused: ", s.message(), "; nothing was stored"));
-  }
-  if (!first.has_header()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the first ", method, "Request must carry a header (", fields, ")"));
-  }
-  return first;
-}
-
 // Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes, each
 // built in one gRPC slice: the data is copied in once, and at send time the other fields and the
 // data field's tag and length (protobuf's wire format; data is field 1) are written in the room
@@ -232,18 +213,18 @@ class ReadStreamSink final : public store::ByteSink {
  private:
   // Room for the other fields (three varints) and the data field's tag and length.
   static constexpr size_t kRoom = 64;
-  static constexpr uint8_t kDataTag = (1 << 3) | 2;  // Field 1, length-delimited.
+  static constexpr uint32_t kDataTag = google::protobuf::internal::WireFormatLite::MakeTag(
+      1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);  // data
 
   absl::Status Send() {
     if (!buffer_.has_value()) buffer_ = grpc_slice_malloc(kRoom);
+    using google::protobuf::io::CodedOutputStream;
     uint8_t prefix[kRoom];
-    size_t size = fields_.ByteSizeLong();
+    uint8_t* end = prefix + fields_.ByteSizeLong();  // Also caches the sizes written below.
     fields_.SerializeWithCachedSizesToArray(prefix);
-    prefix[size++] = kDataTag;
-    for (uint64_t v = filled_;; v >>= 7) {
-      prefix[size++] = static_cast<uint8_t>((v & 0x7F) | (v >= 0x80 ? 0x80 : 0));
-      if (v < 0x80) break;
-    }
+    end = CodedOutputStream::WriteTagToArray(kDataTag, end);
+    end = CodedOutputStream::WriteVarint64ToArray(filled_, end);
+    const size_t size = static_cast<size_t>(end - prefix);
     std::memcpy(GRPC_SLICE_START_PTR(*buffer_) + kRoom - size, prefix, size);
     grpc::Slice message =
         grpc::Slice(*buffer_, grpc::Slice::STEAL_REF).sub(kRoom - size, kRoom + filled_);
@@ -316,7 +297,7 @@ grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::EncodeHeader h;
-  absl::StatusOr<DataMessage> first = ReadFirst(reader, "Encode", "name, shape", &h);
+  absl::StatusOr<DataMessage> first = ReadFirstMessage(reader, "Encode", "name, shape", &h);
   if (!first.ok()) return ToGrpc(first.status());
   store::EncodeParams params;
   params.name = h.name();
@@ -370,7 +351,7 @@ grpc::Status ObjectsService::UpdateFromBytes(grpc::ServerContext* context,
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::UpdateHeader h;
-  absl::StatusOr<DataMessage> first = ReadFirst(reader, "Update", "name, offset", &h);
+  absl::StatusOr<DataMessage> first = ReadFirstMessage(reader, "Update", "name, offset", &h);
   if (!first.ok()) return ToGrpc(first.status());
   // Only an append can grow an object; other updates are bounded by its size already.
   const uint64_t max_bytes =
