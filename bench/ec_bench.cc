@@ -35,6 +35,7 @@
 
 #include "lib/ec/completion.h"
 #include "lib/ec/engine.h"
+#include "lib/ec/poll.h"
 
 namespace {
 
@@ -208,61 +209,101 @@ void BM_CreateEngineRun(benchmark::State& state) {
   Report(state, m, len);
 }
 
-// Raw ISA-L on two threads, each encoding half of every batch; both spin (yielding) on atomics
-// between batches, so no futex wake-up is paid: what two cores of this machine can do at best.
+// Raw ISA-L on two threads: Batch() encodes the first half of the batch on the calling thread
+// and hands the second half to a helper thread. Both poll (yielding) for each other, so a run of
+// batches pays no futex wake-up: what two cores of this machine can do at best. Between runs the
+// helper sleeps once it has polled for 100 us, leaving the CPUs to the other paired variants.
+class RawOnTwoThreads {
+ public:
+  explicit RawOnTwoThreads(RawEncoder& raw) : raw_(raw), helper_([this] { Help(); }) {}
+  ~RawOnTwoThreads() {
+    stop_.store(true);
+    started_.fetch_add(1);
+    started_.notify_one();
+    helper_.join();
+  }
+  void Batch() {
+    const int64_t batch = started_.fetch_add(1) + 1;
+    started_.notify_one();
+    raw_.Encode(0, kBatch / 2);
+    ecd::ec::internal::PollFor(std::chrono::microseconds(1000),
+                               [&] { return finished_.load() == batch; });
+    for (int64_t f = finished_.load(); f != batch; f = finished_.load()) finished_.wait(f);
+    benchmark::ClobberMemory();
+  }
+
+ private:
+  void Help() {
+    for (int64_t seen = 0;;) {
+      ecd::ec::internal::PollFor(std::chrono::microseconds(100),
+                                 [&] { return started_.load() != seen; });
+      started_.wait(seen);
+      if (stop_.load()) return;
+      raw_.Encode(kBatch / 2, kBatch);
+      finished_.store(++seen);
+      finished_.notify_one();
+    }
+  }
+  RawEncoder& raw_;
+  std::atomic<int64_t> started_{0}, finished_{0};  // Batches handed to / done by the helper.
+  std::atomic<bool> stop_{false};
+  std::thread helper_;  // Last: starts once the members above exist.
+};
+
 void BM_CreateRawIsal2Threads(benchmark::State& state) {
   int m, k;
   size_t len;
   Shape(state, &m, &k, &len);
   Stripes& st = Stripes::Of(m, k, len);
   RawEncoder raw(st);
-  std::atomic<int64_t> started{0}, finished{0};  // Batches handed to / done by the helper.
-  std::atomic<bool> stop{false};
-  std::thread helper([&] {
-    for (int64_t seen = 0; !stop.load(std::memory_order_acquire);) {
-      if (started.load(std::memory_order_acquire) == seen) {
-        std::this_thread::yield();  // Lets the other thread run if both share a core.
-        continue;
-      }
-      raw.Encode(kBatch / 2, kBatch);
-      finished.store(++seen, std::memory_order_release);
-    }
-  });
-  int64_t batches = 0;
-  for (auto _ : state) {
-    started.store(++batches, std::memory_order_release);
-    raw.Encode(0, kBatch / 2);
-    while (finished.load(std::memory_order_acquire) != batches) std::this_thread::yield();
-    benchmark::ClobberMemory();
-  }
-  stop.store(true, std::memory_order_release);
-  helper.join();
+  RawOnTwoThreads two(raw);
+  for (auto _ : state) two.Batch();
   Report(state, m, len);
 }
 
 // The engine kept busy, as the store's encode pipeline keeps it, on the same 16 stripes as the
-// batch rows: each iteration submits the two halves of the batch in turn, and waits for a half's
+// batch rows: each Batch() submits the two halves of the batch in turn, and waits for a half's
 // previous run only once the other half is queued, so worker wake-ups overlap with work and no
-// buffer is touched while in flight. With `help`, the submitter runs queued tasks while it waits.
+// buffer is touched while in flight. Drain() waits for what is still in flight. With `help`,
+// the submitter runs queued tasks while it waits.
 constexpr int kHalf = kBatch / 2;
 
 template <typename MakeTask>
-void KeepBusy(benchmark::State& state, Engine& engine, MakeTask make, bool help) {
-  std::unique_ptr<Completion> running[2];
-  for (auto _ : state) {
+class Streamer {
+ public:
+  Streamer(Engine& engine, MakeTask make, bool help = false)
+      : engine_(engine), make_(std::move(make)), help_(help) {}
+  ~Streamer() { Drain(); }
+  void Batch() {
     for (int h = 0; h < 2; ++h) {
-      if (running[h] != nullptr) benchmark::DoNotOptimize(running[h]->Wait(engine));
-      running[h] = std::make_unique<Completion>(kHalf);
+      Finish(h);
+      running_[h] = std::make_unique<Completion>(kHalf);
       for (int s = h * kHalf; s < (h + 1) * kHalf; ++s) {
-        engine.Submit(make(s), running[h]->Callback(),
-                      s + 1 == (h + 1) * kHalf ? SubmitFlag::kFlush : SubmitFlag::kNone);
+        engine_.Submit(make_(s), running_[h]->Callback(),
+                       s + 1 == (h + 1) * kHalf ? SubmitFlag::kFlush : SubmitFlag::kNone);
       }
-      if (help) engine.Progress();
+      if (help_) engine_.Progress();
     }
   }
-  for (auto& r : running) {
-    if (r != nullptr) benchmark::DoNotOptimize(r->Wait(engine));
+  void Drain() {
+    for (int h = 0; h < 2; ++h) Finish(h);
   }
+
+ private:
+  void Finish(int h) {
+    if (running_[h] != nullptr) benchmark::DoNotOptimize(running_[h]->Wait(engine_));
+    running_[h].reset();
+  }
+  Engine& engine_;
+  MakeTask make_;
+  const bool help_;
+  std::unique_ptr<Completion> running_[2];
+};
+
+template <typename MakeTask>
+void KeepBusy(benchmark::State& state, Engine& engine, MakeTask make, bool help) {
+  Streamer<MakeTask> streamer(engine, std::move(make), help);
+  for (auto _ : state) streamer.Batch();
 }
 
 void BM_CreateEngineStreaming(benchmark::State& state) {
@@ -422,27 +463,38 @@ void BM_UpdateOneBlockEngineRun(benchmark::State& state) {
   Report(state, 1, len);
 }
 
+// One variant of a paired comparison: `batch` runs one batch of 16 stripes; `finish`, when
+// set, waits for whatever `batch` left in flight (a streaming variant's last batches).
+struct Variant {
+  std::function<void()> batch;
+  std::function<void()> finish;
+};
+
 // The paired rows: the variants of one comparison measured interleaved in time inside one
 // benchmark, so that interference from the rest of a shared machine lands on all of them alike
 // (separate rows run seconds apart, and there the same code measured against itself spans
 // 0.82-1.13). Each iteration is one round: every variant in turn, round r starting at variant
 // r % N so that each goes first equally often, runs a segment of `segment` consecutive batches,
-// and only the batches after the first are timed. The first is warm-up: an engine whose worker
-// went to sleep while the other variants ran pays a futex wake-up there (and the previous
-// engine's worker may still be polling), which the standalone rows never pay in steady state.
+// and only the batches after the first are timed (with the finish after them). The first, and
+// its finish, are warm-up: an engine whose worker went to sleep while the other variants ran
+// pays a futex wake-up there (and the previous engine's worker may still be polling), which
+// the standalone rows never pay in steady state.
 // Returns each round's time per timed batch of each variant, in seconds.
 template <size_t N>
 std::vector<std::array<double, N>> Rounds(benchmark::State& state, int segment,
-                                          const std::array<std::function<void()>, N>& variants) {
+                                          const std::array<Variant, N>& variants) {
   std::vector<std::array<double, N>> rounds;
   rounds.reserve(static_cast<size_t>(state.max_iterations));
   for (auto _ : state) {
     std::array<double, N>& seconds = rounds.emplace_back();
     for (size_t i = 0; i < N; ++i) {
       const size_t v = (rounds.size() - 1 + i) % N;
-      variants[v]();
+      const Variant& variant = variants[v];
+      variant.batch();
+      if (variant.finish) variant.finish();
       const auto start = std::chrono::steady_clock::now();
-      for (int b = 1; b < segment; ++b) variants[v]();
+      for (int b = 1; b < segment; ++b) variant.batch();
+      if (variant.finish) variant.finish();
       const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
       seconds[v] = took.count() / (segment - 1);
     }
@@ -496,8 +548,10 @@ void ReportPaired(benchmark::State& state, const std::vector<std::array<double, 
                           segment * kBatch * m * static_cast<int64_t>(len));
 }
 
-// Create: raw ISA-L, the engine on one worker and the engine on two, paired. w1_over_raw and
-// w2_over_w1 are the medians over rounds of the round's ratio.
+// Create, paired: raw ISA-L on one thread and on two (raw2: the two-core ceiling), the engine
+// on one worker and on two, each waiting for every batch (w1, w2), and the engine on one worker
+// and on two kept busy as the store keeps it (w1s, w2s: Streamer). The *_over_* counters are
+// the medians over rounds of the round's ratio.
 void BM_CreatePaired(benchmark::State& state) {
   int m, k;
   size_t len;
@@ -505,20 +559,34 @@ void BM_CreatePaired(benchmark::State& state) {
   Stripes& st = Stripes::Of(m, k, len);
   auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
   RawEncoder raw(st);
+  RawOnTwoThreads raw_two(raw);
   Engine one(EngineOptions{.workers = 1, .check_buffers = false});
   Engine two(EngineOptions{.workers = 2, .check_buffers = false});
   const auto make = [&](int s) { return CreateOf(codec, st, s); };
+  Streamer one_busy(one, make), two_busy(two, make);
   const std::function<void()> raw_batch = [&] {
     raw.Encode(0, kBatch);
     benchmark::ClobberMemory();
   };
   const int segment = SegmentOf(raw_batch);
-  using Times = std::array<double, 3>;
-  const std::vector<Times> rounds = Rounds<3>(
-      state, segment, {raw_batch, [&] { RunBatch(one, make); }, [&] { RunBatch(two, make); }});
-  ReportPaired<3>(state, rounds, {"raw", "w1", "w2"}, segment, m, len);
-  state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
-  state.counters["w2_over_w1"] = MedianOver(rounds, [](const Times& t) { return t[1] / t[2]; });
+  using Times = std::array<double, 6>;
+  const std::vector<Times> rounds =
+      Rounds<6>(state, segment,
+                {Variant{raw_batch, {}}, Variant{[&] { raw_two.Batch(); }, {}},
+                 Variant{[&] { RunBatch(one, make); }, {}},
+                 Variant{[&] { RunBatch(two, make); }, {}},
+                 Variant{[&] { one_busy.Batch(); }, [&] { one_busy.Drain(); }},
+                 Variant{[&] { two_busy.Batch(); }, [&] { two_busy.Drain(); }}});
+  ReportPaired<6>(state, rounds, {"raw", "raw2", "w1", "w2", "w1s", "w2s"}, segment, m, len);
+  const auto ratio = [&](const char* name, int num, int den) {
+    state.counters[name] =
+        MedianOver(rounds, [num, den](const Times& t) { return t[den] / t[num]; });
+  };
+  ratio("raw2_over_raw", 1, 0);
+  ratio("w1_over_raw", 2, 0);
+  ratio("w2_over_w1", 3, 2);
+  ratio("w1s_over_raw", 4, 0);
+  ratio("w2s_over_w1s", 5, 4);
 }
 
 // Recover of e data blocks (e = range(3)): raw ISA-L and the engine on one worker, paired.
@@ -539,7 +607,7 @@ void BM_RecoverPaired(benchmark::State& state) {
   const int segment = SegmentOf(raw_batch);
   using Times = std::array<double, 2>;
   const std::vector<Times> rounds =
-      Rounds<2>(state, segment, {raw_batch, [&] { RunBatch(one, make); }});
+      Rounds<2>(state, segment, {Variant{raw_batch, {}}, Variant{[&] { RunBatch(one, make); }, {}}});
   ReportPaired<2>(state, rounds, {"raw", "w1"}, segment, m, len);
   state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
 }

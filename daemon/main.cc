@@ -73,6 +73,7 @@ struct Flags {
   double memory_wait_seconds = 60;
   std::string log_level = "info";
   int ec_workers = 2;
+  bool ec_pin_workers = true;
   uint32_t nvme_queue_depth = 64;
   std::string nvme_host_memory = "8M";
   std::string nvme_page_size = "4K";
@@ -154,6 +155,10 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--ec-workers", f.ec_workers, "Threads of the erasure-coding engine (1..256)")
       ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--ec-pin-workers", f.ec_pin_workers,
+                 "Pin each erasure-coding worker to a CPU of its own when there are 2 or more "
+                 "and no more than the CPUs ecd may use")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
   app.add_option("--nvme-queue-depth", f.nvme_queue_depth,
@@ -290,6 +295,7 @@ int Main(int argc, char** argv) {
   options.default_data_blocks = f.data_blocks;
   options.default_parity_blocks = f.parity_blocks;
   options.ec_workers = f.ec_workers;
+  options.ec_pin_workers = f.ec_pin_workers;
   options.max_name_length = limits.max_name_length;
   {
     absl::StatusOr<uint64_t> limit = ecd::ParseSize(f.memory_limit);

@@ -3,6 +3,8 @@
 
 #include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <array>
@@ -49,6 +51,15 @@ uint64_t SourceChecksum(const Task& task) {
       },
       task);
   return sum;
+}
+
+// The CPU of each worker when they are to be pinned (EngineOptions::pin_workers), else none.
+std::vector<int> WorkerCpus(bool pin, int workers) {
+  if (!pin || workers < 2) return {};
+  std::vector<int> cpus = internal::UsableCpuList();
+  if (static_cast<int>(cpus.size()) < workers) return {};
+  cpus.resize(workers);
+  return cpus;
 }
 
 }  // namespace
@@ -128,9 +139,20 @@ Engine::Engine(EngineOptions options)
       poll_(
           std::clamp(options.poll, std::chrono::microseconds(0), std::chrono::microseconds(10000))),
       waiter_poll_(workers_ < internal::UsableCpus() ? Completion::kDefaultPoll
-                                                     : std::chrono::microseconds(0)) {
+                                                     : std::chrono::microseconds(0)),
+      worker_cpus_(WorkerCpus(options.pin_workers, workers_)) {
   threads_.reserve(workers_);
-  for (int i = 0; i < workers_; ++i) threads_.emplace_back([this] { Work(); });
+  for (int i = 0; i < workers_; ++i) {
+    threads_.emplace_back([this, i] {
+      if (!worker_cpus_.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(worker_cpus_[i], &set);
+        (void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // Best effort.
+      }
+      Work();
+    });
+  }
 }
 
 Engine::~Engine() {

@@ -128,6 +128,12 @@ struct EngineOptions {
   // Completion::Wait's poll on the submitter's side: batches that follow each other closely then
   // pay no thread hand-off at all.
   std::chrono::microseconds poll{100};
+  // With 2..N workers on a process allowed N CPUs, pin worker i to the i-th of those CPUs (as
+  // SPDK pins its reactors). Unpinned, the scheduler was seen to leave two busy workers sharing
+  // one CPU for tens of milliseconds while the other CPU idled (docs/benchmarks.md). A single
+  // worker, or more workers than CPUs, is never pinned. Best effort: a worker whose pinning
+  // fails runs unpinned.
+  bool pin_workers = true;
 };
 
 class Engine {
@@ -161,6 +167,8 @@ class Engine {
   int Progress();
 
   int workers() const { return static_cast<int>(threads_.size()); }
+  // The CPU each worker was asked to run on, in worker order; empty when unpinned.
+  const std::vector<int>& worker_cpus() const { return worker_cpus_; }
 
   // How long a thread that waits for this engine's tasks should poll before it sleeps (what
   // Completion::Wait(const Engine&) uses): Completion::kDefaultPoll when the workers leave a CPU
@@ -193,6 +201,7 @@ class Engine {
   const std::function<void(TaskKind, std::chrono::nanoseconds)> on_task_done_;
   const std::chrono::microseconds poll_;
   const std::chrono::microseconds waiter_poll_;
+  const std::vector<int> worker_cpus_;
   std::atomic<uint64_t> flushes_{0};  // Bumped (under mu_) by every flush that queues tasks.
   // held_ has its own lock so that held (kNone) submits never contend with the workers.
   std::mutex held_mu_;

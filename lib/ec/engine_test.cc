@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <future>
 #include <map>
 #include <mutex>
@@ -15,6 +19,7 @@
 
 #include "lib/ec/completion.h"
 #include "lib/ec/gf_reference_test.h"
+#include "lib/ec/poll.h"
 
 namespace ecd::ec {
 namespace {
@@ -391,6 +396,68 @@ TEST(EngineTest, ProgressRunsQueuedTasksOnTheCaller) {
   release.set_value();
   ASSERT_TRUE(blocker.get().ok());
   EXPECT_EQ(block_parity, testing::RefEncode(codec->coding(), 4, 2, block_data));
+}
+
+// Each task's callback records the CPUs its thread may run on; two tasks that wait for each
+// other inside their callbacks run on the two workers (each takes one of the two queued tasks).
+std::vector<cpu_set_t> WorkerAffinities(Engine& engine) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int arrived = 0;
+  std::vector<cpu_set_t> seen;
+  Completion done(2);
+  for (int t = 0; t < 2; ++t) {
+    engine.Submit(
+        GaloisMulTask{},  // Fails at once: an empty matrix. Only the callback's thread matters.
+        [&](absl::Status s) {
+          cpu_set_t set;
+          CPU_ZERO(&set);
+          EXPECT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+          std::unique_lock lock(mu);
+          seen.push_back(set);
+          ++arrived;
+          cv.notify_all();
+          EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived == 2; }))
+              << "the two tasks did not run on two workers at once";
+          lock.unlock();
+          done.Done(std::move(s));
+        },
+        t == 1 ? SubmitFlag::kFlush : SubmitFlag::kNone);
+  }
+  EXPECT_FALSE(done.Wait().ok());
+  return seen;
+}
+
+TEST(EngineTest, PinsEachWorkerToItsOwnCpuWhenTheyFit) {
+  const std::vector<int> cpus = internal::UsableCpuList();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs, this process may use " << cpus.size();
+  Engine engine(EngineOptions{.workers = 2});
+  EXPECT_EQ(engine.worker_cpus(), std::vector<int>({cpus[0], cpus[1]}));
+  std::vector<cpu_set_t> seen = WorkerAffinities(engine);
+  ASSERT_EQ(seen.size(), 2u);
+  std::vector<int> pinned;
+  for (const cpu_set_t& set : seen) {
+    ASSERT_EQ(CPU_COUNT(&set), 1);
+    for (int c : cpus) {
+      if (CPU_ISSET(c, &set)) pinned.push_back(c);
+    }
+  }
+  std::sort(pinned.begin(), pinned.end());
+  EXPECT_EQ(pinned, std::vector<int>({cpus[0], cpus[1]}));
+}
+
+TEST(EngineTest, LeavesWorkersUnpinnedWhenAskedOrWhenTheyDoNotFit) {
+  const std::vector<int> cpus = internal::UsableCpuList();
+  for (EngineOptions options : {EngineOptions{.workers = 2, .pin_workers = false},
+                                EngineOptions{.workers = static_cast<int>(cpus.size()) + 1},
+                                EngineOptions{.workers = 1}}) {
+    Engine engine(options);
+    EXPECT_TRUE(engine.worker_cpus().empty()) << options.workers << " workers";
+    if (options.workers < 2) continue;
+    for (const cpu_set_t& set : WorkerAffinities(engine)) {
+      EXPECT_EQ(CPU_COUNT(&set), static_cast<int>(cpus.size()));
+    }
+  }
 }
 
 }  // namespace

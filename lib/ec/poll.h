@@ -1,4 +1,5 @@
-// Internal: the bounded busy-wait that engine workers and Completion use before they sleep.
+// Internal: the bounded busy-wait that engine workers and Completion use before they sleep,
+// and the CPUs the process may use.
 #ifndef ECD_LIB_EC_POLL_H_
 #define ECD_LIB_EC_POLL_H_
 
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <vector>
 
 namespace ecd::ec::internal {
 
@@ -31,6 +33,20 @@ inline int UsableCpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// The CPUs this process may run on, in ascending order (at least one entry: CPU 0 when the
+// mask cannot be read).
+inline std::vector<int> UsableCpuList() {
+  cpu_set_t set;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+  }
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
 }
 
 }  // namespace ecd::ec::internal
