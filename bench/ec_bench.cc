@@ -10,7 +10,8 @@
 // no hand-off); "Streaming" variants keep the engine busy (the next batch is submitted before
 // waiting for the previous one). RawIsal2Threads is the machine's two-core ceiling: raw ISA-L on
 // two threads that spin instead of sleeping, each encoding half of the batch.
-// The "Paired" rows run raw ISA-L and the engine (create: on 1 and on 2 workers; recover: on 1)
+// The "Paired" rows run raw ISA-L and the engine (create: raw ISA-L on 1 and 2 threads, the
+// engine on 1 and 2 workers waiting for each batch and kept busy; recover: raw and 1 worker)
 // interleaved in time inside one benchmark, a few batches of each in turn per iteration, and
 // report per-variant GB/s and the median of the per-iteration ratios as counters, so that
 // interference on a shared machine lands on every variant alike (scripts/bench_ratios.py).
