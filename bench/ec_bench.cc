@@ -571,13 +571,12 @@ void BM_CreatePaired(benchmark::State& state) {
   };
   const int segment = SegmentOf(raw_batch);
   using Times = std::array<double, 6>;
-  const std::vector<Times> rounds =
-      Rounds<6>(state, segment,
-                {Variant{raw_batch, {}}, Variant{[&] { raw_two.Batch(); }, {}},
-                 Variant{[&] { RunBatch(one, make); }, {}},
-                 Variant{[&] { RunBatch(two, make); }, {}},
-                 Variant{[&] { one_busy.Batch(); }, [&] { one_busy.Drain(); }},
-                 Variant{[&] { two_busy.Batch(); }, [&] { two_busy.Drain(); }}});
+  const std::vector<Times> rounds = Rounds<6>(
+      state, segment,
+      {Variant{raw_batch, {}}, Variant{[&] { raw_two.Batch(); }, {}},
+       Variant{[&] { RunBatch(one, make); }, {}}, Variant{[&] { RunBatch(two, make); }, {}},
+       Variant{[&] { one_busy.Batch(); }, [&] { one_busy.Drain(); }},
+       Variant{[&] { two_busy.Batch(); }, [&] { two_busy.Drain(); }}});
   ReportPaired<6>(state, rounds, {"raw", "raw2", "w1", "w2", "w1s", "w2s"}, segment, m, len);
   const auto ratio = [&](const char* name, int num, int den) {
     state.counters[name] =
@@ -607,8 +606,8 @@ void BM_RecoverPaired(benchmark::State& state) {
   };
   const int segment = SegmentOf(raw_batch);
   using Times = std::array<double, 2>;
-  const std::vector<Times> rounds =
-      Rounds<2>(state, segment, {Variant{raw_batch, {}}, Variant{[&] { RunBatch(one, make); }, {}}});
+  const std::vector<Times> rounds = Rounds<2>(
+      state, segment, {Variant{raw_batch, {}}, Variant{[&] { RunBatch(one, make); }, {}}});
   ReportPaired<2>(state, rounds, {"raw", "w1"}, segment, m, len);
   state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
 }

@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -166,6 +168,10 @@ class StreamSource final : public store::ByteSource {
 // built in one gRPC slice: the data is copied in once, and at send time the other fields and the
 // data field's tag and length (protobuf's wire format; data is field 1) are written in the room
 // left in front of it (protobuf would copy the data into a std::string, then into a slice).
+// A sender thread, started with the second message, writes the messages to the stream, so that
+// filling one overlaps with sending the one before (a blocking Write took 0.55 s of a 0.75 s
+// 1 GiB read when the store's thread did both). At most one filled message waits for it: a read
+// holds up to three messages (being filled, waiting, being written).
 class ReadStreamSink final : public store::ByteSink {
  public:
   // Read's or GetBlock's stream (grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>).
@@ -174,6 +180,12 @@ class ReadStreamSink final : public store::ByteSink {
   ReadStreamSink(const grpc::ServerContext* context, Streamer* stream)
       : context_(context), stream_(stream) {}
   ~ReadStreamSink() override {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    if (sender_.joinable()) sender_.join();
     if (buffer_.has_value()) grpc_slice_unref(*buffer_);
   }
   ReadStreamSink(const ReadStreamSink&) = delete;
@@ -203,11 +215,15 @@ class ReadStreamSink final : public store::ByteSink {
     return absl::OkStatus();
   }
 
-  // Sends what is buffered; also sends one (empty) message when nothing was sent at all, so
-  // the client always learns the object's size.
+  // Sends what is buffered (one (empty) message when nothing was sent at all, so the client
+  // always learns the object's size) and waits until every message is written.
   absl::Status Finish() {
-    if (filled_ > 0 || !sent_any_) return Send();
-    return absl::OkStatus();
+    if (filled_ > 0 || !sent_any_) {
+      if (absl::Status s = Send(); !s.ok()) return s;
+    }
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return failed_ || (!queued_.has_value() && !writing_); });
+    return failed_ ? GoneError() : absl::OkStatus();
   }
 
  private:
@@ -216,6 +232,10 @@ class ReadStreamSink final : public store::ByteSink {
   static constexpr uint32_t kDataTag = google::protobuf::internal::WireFormatLite::MakeTag(
       1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);  // data
 
+  static absl::Status GoneError() { return absl::CancelledError("the client went away"); }
+
+  // Seals the buffered message and hands it to the sender (written inline when it is the
+  // first: a read of one message starts no thread).
   absl::Status Send() {
     if (!buffer_.has_value()) buffer_ = grpc_slice_malloc(kRoom);
     using google::protobuf::io::CodedOutputStream;
@@ -230,12 +250,39 @@ class ReadStreamSink final : public store::ByteSink {
         grpc::Slice(*buffer_, grpc::Slice::STEAL_REF).sub(kRoom - size, kRoom + filled_);
     buffer_.reset();
     filled_ = 0;
-    if (!stream_->Write(grpc::ByteBuffer(&message, 1))) {
-      return absl::CancelledError("the client went away");
-    }
-    sent_any_ = true;
     fields_.Clear();
+    if (!sent_any_) {
+      sent_any_ = true;
+      return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
+    }
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return failed_ || !queued_.has_value(); });
+    if (failed_) return GoneError();
+    queued_.emplace(&message, 1);
+    if (!sender_.joinable()) sender_ = std::thread([this] { SendQueued(); });
+    lock.unlock();
+    changed_.notify_all();
     return absl::OkStatus();
+  }
+
+  // The sender thread: writes each queued message until stopped or the stream fails.
+  void SendQueued() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      changed_.wait(lock, [&] { return stopping_ || queued_.has_value(); });
+      if (!queued_.has_value()) return;  // Stopping, nothing left to send.
+      grpc::ByteBuffer message = std::move(*queued_);
+      queued_.reset();
+      writing_ = true;
+      lock.unlock();
+      changed_.notify_all();
+      const bool ok = stream_->Write(message);
+      lock.lock();
+      writing_ = false;
+      if (!ok) failed_ = true;
+      changed_.notify_all();
+      if (failed_) return;
+    }
   }
 
   const grpc::ServerContext* const context_;
@@ -244,6 +291,14 @@ class ReadStreamSink final : public store::ByteSink {
   std::optional<grpc_slice> buffer_;  // The next message: kRoom, then filled_ bytes of data.
   size_t filled_ = 0;
   bool sent_any_ = false;
+
+  std::mutex mu_;  // Guards the members below, shared with the sender thread.
+  std::condition_variable changed_;
+  std::optional<grpc::ByteBuffer> queued_;  // Sealed, waiting for the sender.
+  bool writing_ = false;                    // The sender is inside Write.
+  bool failed_ = false;                     // A Write failed: the client is gone.
+  bool stopping_ = false;
+  std::thread sender_;  // Started with the second message.
 };
 
 // The request of a Read or GetBlock (their one message), or the status to end the call with.

@@ -1,7 +1,9 @@
-// ObjectsService's Encode and Update on the wire: their requests are parsed by DataMessage, so
+// ObjectsService on the wire. Encode and Update: their requests are parsed by DataMessage, so
 // malformed bytes and a missing header must be refused by name before the store is touched (the
 // service here runs over a null store: reaching it would crash the test). Later messages are
-// checked over a real store in tests/integration/limits_client.py.
+// checked over a real store in tests/integration/limits_client.py. Read: over a real store, the
+// messages ReadStreamSink builds and its sender thread writes carry the object's bytes in order,
+// and a client that leaves in the middle of a read leaves the service able to serve the next.
 #include "daemon/services.h"
 
 #include <grpcpp/generic/generic_stub.h>
@@ -12,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "ecd/v1/ecd.grpc.pb.h"
 #include "ecd/v1/ecd.pb.h"
+#include "lib/store/store_test_util.h"
 
 namespace ecd::daemon {
 namespace {
@@ -94,6 +98,104 @@ TEST_F(RawRequestTest, TheServiceStaysUpAfterMalformedStreams) {
   bad_matrix.mutable_header()->set_matrix(static_cast<v1::MatrixType>(99));
   ExpectRefused(Stream("/ecd.v1.Objects/Encode", {bad_matrix.SerializeAsString()}),
                 "unknown matrix type 99");
+}
+
+class ReadStreamTest : public store::TempStoreTest {
+ protected:
+  void SetUp() override {
+    store::TempStoreTest::SetUp();
+    objects_ = std::make_unique<ObjectsService>(store_.get(), nullptr, store::ScrubberOptions{});
+    builder_.RegisterService(objects_.get());
+    server_ = builder_.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = v1::Objects::NewStub(server_->InProcessChannel({}));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    server_.reset();
+    store::TempStoreTest::TearDown();
+  }
+
+  // Reads `name` [offset, offset + length) over the wire: the bytes, the message count, the
+  // size and reconstructed-block count the messages carried, and the call's status.
+  struct Got {
+    std::string bytes;
+    int messages = 0;
+    uint64_t object_size = 0;
+    uint32_t reconstructed = 0;
+    grpc::Status status;
+  };
+  Got ReadAll(const std::string& name, uint64_t offset = 0, uint64_t length = 0) {
+    grpc::ClientContext context;
+    v1::ReadRequest request;
+    request.set_name(name);
+    request.set_offset(offset);
+    request.set_length(length);
+    auto reader = stub_->Read(&context, request);
+    Got got;
+    v1::ReadResponse r;
+    while (reader->Read(&r)) {
+      ++got.messages;
+      EXPECT_LE(r.data().size(), 1u << 20);
+      if (got.messages == 1) got.object_size = r.object_size();
+      got.reconstructed += r.reconstructed_blocks();
+      got.bytes += r.data();
+    }
+    got.status = reader->Finish();
+    return got;
+  }
+
+  std::unique_ptr<ObjectsService> objects_;
+  grpc::ServerBuilder builder_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::Objects::Stub> stub_;
+};
+
+std::string AsString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+
+TEST_F(ReadStreamTest, MessagesCarryTheObjectInOrder) {
+  // 5 MiB and 12345 bytes: six messages, five full (1 MiB) and a short last one.
+  const std::vector<uint8_t> data = store::RandomBytes((5 << 20) + 12345, 77);
+  ASSERT_TRUE(Put("big", data, 4, 2, 64 << 10).ok());
+  Got got = ReadAll("big");
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.messages, 6);
+  EXPECT_EQ(got.object_size, data.size());
+  EXPECT_EQ(got.reconstructed, 0u);
+  EXPECT_TRUE(got.bytes == AsString(data)) << "the bytes read differ from the bytes stored";
+
+  // A range across message and stripe boundaries, and a read of nothing (one empty message).
+  got = ReadAll("big", (1 << 20) - 7, (2 << 20) + 100);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.messages, 3);
+  EXPECT_TRUE(got.bytes == AsString(std::vector<uint8_t>(data.begin() + (1 << 20) - 7,
+                                                         data.begin() + (3 << 20) + 93)));
+  ASSERT_TRUE(Put("empty", {}).ok());
+  got = ReadAll("empty");
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.messages, 1);
+  EXPECT_TRUE(got.bytes.empty());
+}
+
+TEST_F(ReadStreamTest, AClientThatLeavesMidReadLeavesTheServiceServing) {
+  const std::vector<uint8_t> data = store::RandomBytes(8 << 20, 78);
+  ASSERT_TRUE(Put("obj", data, 4, 2, 64 << 10).ok());
+  for (int round = 0; round < 3; ++round) {
+    grpc::ClientContext context;
+    v1::ReadRequest request;
+    request.set_name("obj");
+    auto reader = stub_->Read(&context, request);
+    v1::ReadResponse r;
+    ASSERT_TRUE(reader->Read(&r));
+    ASSERT_TRUE(reader->Read(&r));
+    context.TryCancel();  // Two of eight messages in; the sender may be inside a Write.
+    while (reader->Read(&r)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  Got got = ReadAll("obj");
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_TRUE(got.bytes == AsString(data));
 }
 
 }  // namespace

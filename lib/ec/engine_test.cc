@@ -4,7 +4,6 @@
 #include "lib/ec/engine.h"
 
 #include <gtest/gtest.h>
-
 #include <sched.h>
 
 #include <algorithm>
@@ -448,9 +447,9 @@ TEST(EngineTest, PinsEachWorkerToItsOwnCpuWhenTheyFit) {
 
 TEST(EngineTest, LeavesWorkersUnpinnedWhenAskedOrWhenTheyDoNotFit) {
   const std::vector<int> cpus = internal::UsableCpuList();
-  for (EngineOptions options : {EngineOptions{.workers = 2, .pin_workers = false},
-                                EngineOptions{.workers = static_cast<int>(cpus.size()) + 1},
-                                EngineOptions{.workers = 1}}) {
+  for (EngineOptions options :
+       {EngineOptions{.workers = 2, .pin_workers = false},
+        EngineOptions{.workers = static_cast<int>(cpus.size()) + 1}, EngineOptions{.workers = 1}}) {
     Engine engine(options);
     EXPECT_TRUE(engine.worker_cpus().empty()) << options.workers << " workers";
     if (options.workers < 2) continue;

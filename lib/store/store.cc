@@ -191,10 +191,10 @@ class Store::ObjectLocks {
 
 Store::Store(StoreOptions options)
     : options_(std::move(options)),
-      engine_(std::make_unique<ec::Engine>(ec::EngineOptions{
-          .workers = options_.ec_workers,
-          .on_task_done = options_.on_ec_task_done,
-          .pin_workers = options_.ec_pin_workers})),
+      engine_(
+          std::make_unique<ec::Engine>(ec::EngineOptions{.workers = options_.ec_workers,
+                                                         .on_task_done = options_.on_ec_task_done,
+                                                         .pin_workers = options_.ec_pin_workers})),
       locks_(std::make_unique<ObjectLocks>()) {}
 
 Store::~Store() = default;
