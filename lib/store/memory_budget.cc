@@ -91,9 +91,9 @@ absl::Status MemoryBudget::CheckFitsLocked(uint64_t bytes) {
       " for all requests; use a smaller block size or raise --memory-limit"));
 }
 
-size_t MemoryBudget::Fit(uint64_t unit, size_t wanted) const {
+size_t MemoryBudget::Fit(uint64_t unit, size_t wanted, uint64_t extra) const {
   if (options_.limit_bytes == 0 || unit == 0) return std::max<size_t>(wanted, 1);
-  const uint64_t fits = options_.limit_bytes / unit;
+  const uint64_t fits = (options_.limit_bytes - std::min(extra, options_.limit_bytes)) / unit;
   return static_cast<size_t>(std::clamp<uint64_t>(fits, 1, std::max<size_t>(wanted, 1)));
 }
 

@@ -61,8 +61,9 @@ class MemoryBudget {
   absl::Status CheckFits(uint64_t bytes);
 
   // How many of `unit`-byte buffers, between 1 and `wanted`, a request should ask for so that
-  // its reservation fits the limit at all (a wide stripe gets a shallower pipeline).
-  size_t Fit(uint64_t unit, size_t wanted) const;
+  // its reservation (with `extra` bytes besides) fits the limit at all (a wide stripe gets a
+  // shallower pipeline).
+  size_t Fit(uint64_t unit, size_t wanted, uint64_t extra = 0) const;
 
   uint64_t limit_bytes() const { return options_.limit_bytes; }
   uint64_t reserved_bytes() const;

@@ -153,8 +153,13 @@ TEST(MemoryBudget, FitShrinksThePipelineToTheLimit) {
   EXPECT_EQ(budget.Fit(30, 5), 3u);
   EXPECT_EQ(budget.Fit(10, 5), 5u);
   EXPECT_EQ(budget.Fit(200, 5), 1u);
+  // With bytes besides the buffers (a read's message buffers) in the same reservation.
+  EXPECT_EQ(budget.Fit(30, 5, 20), 2u);
+  EXPECT_EQ(budget.Fit(30, 5, 10), 3u);
+  EXPECT_EQ(budget.Fit(30, 5, 150), 1u);
   MemoryBudget unlimited(Limit(0));
   EXPECT_EQ(unlimited.Fit(1u << 30, 4), 4u);
+  EXPECT_EQ(unlimited.Fit(1u << 30, 4, 1u << 30), 4u);
 }
 
 }  // namespace

@@ -117,6 +117,45 @@ TEST_F(MemoryLimitTest, ReadsUpdatesAndRecoverWorkInsideTheLimit) {
   EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
 }
 
+// A sink that holds `held` bytes of its own, and records the budget's reservation when the
+// first bytes reach it.
+class HoldingSink : public VectorSink {
+ public:
+  HoldingSink(const MemoryBudget& budget, uint64_t held) : budget_(budget), held_(held) {}
+  uint64_t held_bytes() const override { return held_; }
+  absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
+    if (reserved_during_read == 0) reserved_during_read = budget_.reserved_bytes();
+    return VectorSink::Write(data, reconstructed);
+  }
+  uint64_t reserved_during_read = 0;
+
+ private:
+  const MemoryBudget& budget_;
+  const uint64_t held_;
+};
+
+TEST_F(MemoryLimitTest, ReadsReserveTheSinksOwnBuffersWithTheirStripes) {
+  const std::vector<uint8_t> data = RandomBytes(10 * 16384, 7);  // 10 stripes of 4 x 4 KiB.
+  ASSERT_TRUE(Put("obj", data).ok());
+  const MemoryBudget& budget = store_->memory_budget();
+  // Three stripes (the read-ahead) and the sink's stripe's worth: 4 of the 5 stripes of room.
+  HoldingSink small(budget, kStripe);
+  ASSERT_TRUE(store_->Read("obj", 0, 0, small).ok());
+  EXPECT_EQ(small.bytes, data);
+  EXPECT_EQ(small.reserved_during_read, 4 * kStripe);
+  // A sink holding three stripes' worth leaves room for a read-ahead of two only.
+  HoldingSink big(budget, 3 * kStripe);
+  ASSERT_TRUE(store_->Read("obj", 0, 0, big).ok());
+  EXPECT_EQ(big.bytes, data);
+  EXPECT_EQ(big.reserved_during_read, 5 * kStripe);
+  // A block get: one stripe and the sink's buffers.
+  HoldingSink block(budget, kStripe);
+  ASSERT_TRUE(store_->GetBlock("obj", 3, 5, block).ok());
+  EXPECT_EQ(block.bytes.size(), 4096u);
+  EXPECT_EQ(block.reserved_during_read, 2 * kStripe);
+  EXPECT_EQ(budget.reserved_bytes(), 0u);
+}
+
 TEST_F(MemoryLimitTest, AStripeThatCanNeverFitIsRefusedAndNothingIsStored) {
   const uint64_t before = TotalFree();
   absl::StatusOr<ObjectRecord> r = Put("wide", RandomBytes(100000, 5), 4, 2, 64 << 10);

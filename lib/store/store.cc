@@ -356,9 +356,9 @@ absl::StatusOr<std::shared_ptr<const ec::Codec>> Store::CodecFor(ec::MatrixType 
 }
 
 absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& blocks,
-                                                        uint64_t block_size) {
+                                                        uint64_t block_size, uint64_t extra) {
   const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
-  uint64_t bytes = 0;
+  uint64_t bytes = extra;
   for (int n : blocks) bytes += static_cast<uint64_t>(n) * stride;
   StripeSet set;
   absl::StatusOr<MemoryBudget::Reservation> reserved = budget_->Reserve(bytes);
@@ -1170,9 +1170,11 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
   // Read-ahead: while one stripe's bytes go to the sink, the blocks of the next kReadAhead
   // stripes are being read.
-  const size_t depth = budget_->Fit(
-      static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size, kReadAhead + 1);
-  absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs);
+  const size_t depth =
+      budget_->Fit(static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size,
+                   kReadAhead + 1, sink.held_bytes());
+  absl::StatusOr<StripeSet> buffers =
+      AllocateStripes(std::vector<int>(depth, width), bs, sink.held_bytes());
   if (!buffers.ok()) return buffers.status();
   std::vector<StripeBuffer*> idle;
   for (auto& b : buffers->buffers) idle.push_back(b.get());
@@ -1259,7 +1261,8 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
   if (!blocks.ok()) return blocks.status();
   size_t row = 0;
   const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
-  absl::StatusOr<StripeSet> buffers = AllocateStripes({width}, object.block_size);
+  absl::StatusOr<StripeSet> buffers =
+      AllocateStripes({width}, object.block_size, sink.held_bytes());
   if (!buffers.ok()) return buffers.status();
   StripeBuffer& buffer = (*buffers)[0];
   sink.SetVersion(object.version);

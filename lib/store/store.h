@@ -109,6 +109,9 @@ class ByteSink {
   virtual absl::Status Start(uint64_t object_size) = 0;
   // Consecutive bytes of the requested range; `reconstructed` blocks were rebuilt to serve them.
   virtual absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) = 0;
+  // The most bytes of buffers of its own the sink holds during a read (messages being filled
+  // and sent). Read and GetBlock reserve them from the stripe-memory budget with their stripes.
+  virtual uint64_t held_bytes() const { return 0; }
 };
 
 struct UpdateResult {
@@ -290,7 +293,9 @@ class Store {
   uint64_t LbasPerBlock(uint64_t block_size) const;
   // The stripe buffers of one request, one per entry of `blocks` (its block count), each block
   // of `block_size` bytes: reserved from the budget (waiting for it), then allocated.
-  absl::StatusOr<StripeSet> AllocateStripes(const std::vector<int>& blocks, uint64_t block_size);
+  // `extra` more bytes are reserved with the stripes (a sink's own buffers: held_bytes).
+  absl::StatusOr<StripeSet> AllocateStripes(const std::vector<int>& blocks, uint64_t block_size,
+                                            uint64_t extra = 0);
 
   // Block I/Os in flight together (a stripe's writes, or a batch of its reads): a status per
   // block, the namespaces held until the I/Os complete (null: that block's I/O never started),
