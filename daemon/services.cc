@@ -170,9 +170,9 @@ class StreamSource final : public store::ByteSource {
 // left in front of it (protobuf would copy the data into a std::string, then into a slice).
 // A sender thread, started with the second message, writes the messages to the stream, so that
 // filling one overlaps with sending the one before (a blocking Write took 0.55 s of a 0.75 s
-// 1 GiB read when the store's thread did both). A filled message is handed over once the one
-// before is written, so a read holds two messages (held_bytes, reserved from the store's
-// memory budget): one being filled, one being written.
+// 1 GiB read when the store's thread did both). At most one sealed message waits for the
+// sender, so a read holds three messages (held_bytes, reserved from the store's memory budget
+// with its stripes): one being filled, one waiting, one being written.
 class ReadStreamSink final : public store::ByteSink {
  public:
   // Read's or GetBlock's stream (grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>).
@@ -199,7 +199,7 @@ class ReadStreamSink final : public store::ByteSink {
     return absl::OkStatus();
   }
 
-  uint64_t held_bytes() const override { return 2 * (kRoom + kReadChunk); }
+  uint64_t held_bytes() const override { return 3 * (kRoom + kReadChunk); }
 
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
     // Between stripes: a cancelled call or a passed deadline stops the read here.
@@ -259,7 +259,7 @@ class ReadStreamSink final : public store::ByteSink {
       return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
     }
     std::unique_lock lock(mu_);
-    changed_.wait(lock, [&] { return failed_ || (!queued_.has_value() && !writing_); });
+    changed_.wait(lock, [&] { return failed_ || !queued_.has_value(); });
     if (failed_) return GoneError();
     queued_.emplace(&message, 1);
     if (!sender_.joinable()) sender_ = std::thread([this] { SendQueued(); });
@@ -297,7 +297,7 @@ class ReadStreamSink final : public store::ByteSink {
 
   std::mutex mu_;  // Guards the members below, shared with the sender thread.
   std::condition_variable changed_;
-  std::optional<grpc::ByteBuffer> queued_;  // Sealed, handed to the sender.
+  std::optional<grpc::ByteBuffer> queued_;  // Sealed, waiting for the sender.
   bool writing_ = false;                    // The sender is inside Write.
   bool failed_ = false;                     // A Write failed: the client is gone.
   bool stopping_ = false;
