@@ -238,10 +238,14 @@ void Engine::Work() {
       }
       const size_t left = queue_.size() - head_;
       if (left == 0) return;  // Stopping, and nothing flushed is left.
-      // Guided self-scheduling: take 1/threads of what is left (all of it on one worker with no
-      // caller helping), so a batch spreads over the pool with few trips to the lock.
+      // Alone (one worker, no caller helping), take all of it. Else factoring self-scheduling:
+      // take 1/(2 x threads) of what is left, so a batch spreads over the pool with few trips
+      // to the lock and a worker that starts late still finds work. (Taking 1/threads, guided
+      // self-scheduling, let the first worker take half a batch; when the second started 5-10
+      // us later, it idled for that long at the end: 4+2 at 64 KiB, 2w/1w 1.55-1.64 against
+      // 1.69-1.72 now, docs/benchmarks.md.)
       const size_t threads = static_cast<size_t>(workers_ + helping_);
-      const size_t take = (left + threads - 1) / threads;
+      const size_t take = threads == 1 ? left : (left + 2 * threads - 1) / (2 * threads);
       for (size_t x = 0; x < take; ++x) mine.push_back(std::move(queue_[head_ + x]));
       head_ += take;
       if (head_ == queue_.size()) {
