@@ -157,8 +157,8 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--ec-pin-workers", f.ec_pin_workers,
-                 "Pin each erasure-coding worker to a CPU of its own when there are 2 or more "
-                 "and no more than the CPUs ecd may use")
+                 "Pin each erasure-coding worker to a CPU of its own when --ec-workers (2 or "
+                 "more) equals the number of CPUs ecd may use")
       ->capture_default_str();
   app.add_option("--log-level", f.log_level, "debug, info, warn or error")->capture_default_str();
   app.add_option("--nvme-queue-depth", f.nvme_queue_depth,

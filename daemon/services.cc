@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -171,8 +172,9 @@ class StreamSource final : public store::ByteSource {
 // A sender thread, started with the second message, writes the messages to the stream, so that
 // filling one overlaps with sending the one before (a blocking Write took 0.55 s of a 0.75 s
 // 1 GiB read when the store's thread did both). At most one sealed message waits for the
-// sender, so a read holds three messages (held_bytes, reserved from the store's memory budget
-// with its stripes): one being filled, one waiting, one being written.
+// sender, so a read holds up to four messages (held_bytes, reserved from the store's memory
+// budget with its stripes until Finish returns): one being filled, one waiting, one being
+// written, and one gRPC may still be sending after its Write returned. The store calls Finish.
 class ReadStreamSink final : public store::ByteSink {
  public:
   // Read's or GetBlock's stream (grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>).
@@ -181,12 +183,7 @@ class ReadStreamSink final : public store::ByteSink {
   ReadStreamSink(const grpc::ServerContext* context, Streamer* stream)
       : context_(context), stream_(stream) {}
   ~ReadStreamSink() override {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    changed_.notify_all();
-    if (sender_.joinable()) sender_.join();
+    StopSender();
     if (buffer_.has_value()) grpc_slice_unref(*buffer_);
   }
   ReadStreamSink(const ReadStreamSink&) = delete;
@@ -199,7 +196,10 @@ class ReadStreamSink final : public store::ByteSink {
     return absl::OkStatus();
   }
 
-  uint64_t held_bytes() const override { return 3 * (kRoom + kReadChunk); }
+  uint64_t held_bytes(uint64_t length) const override {
+    const uint64_t messages = std::clamp<uint64_t>((length + kReadChunk - 1) / kReadChunk, 1, 4);
+    return messages * (kRoom + kReadChunk);
+  }
 
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
     // Between stripes: a cancelled call or a passed deadline stops the read here.
@@ -218,9 +218,14 @@ class ReadStreamSink final : public store::ByteSink {
     return absl::OkStatus();
   }
 
-  // Sends what is buffered (one (empty) message when nothing was sent at all, so the client
-  // always learns the object's size) and waits until every message is written.
-  absl::Status Finish() {
+  // ok: sends what is buffered (one (empty) message when nothing was sent at all, so the client
+  // always learns the object's size) and waits until every message is written. Not ok: drops
+  // what is not yet being written and waits for the sender to stop.
+  absl::Status Finish(bool ok) override {
+    if (!ok) {
+      StopSender();
+      return absl::OkStatus();
+    }
     if (filled_ > 0 || !sent_any_) {
       if (absl::Status s = Send(); !s.ok()) return s;
     }
@@ -254,18 +259,38 @@ class ReadStreamSink final : public store::ByteSink {
     buffer_.reset();
     filled_ = 0;
     fields_.Clear();
-    if (!sent_any_) {
+    if (!sent_any_ || inline_) {
       sent_any_ = true;
       return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
     }
     std::unique_lock lock(mu_);
     changed_.wait(lock, [&] { return failed_ || !queued_.has_value(); });
     if (failed_) return GoneError();
+    if (!sender_.joinable()) {
+      try {
+        sender_ = std::thread([this] { SendQueued(); });
+      } catch (const std::system_error&) {  // No thread to be had: write on this one.
+        inline_ = true;
+        lock.unlock();
+        return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
+      }
+    }
     queued_.emplace(&message, 1);
-    if (!sender_.joinable()) sender_ = std::thread([this] { SendQueued(); });
     lock.unlock();
     changed_.notify_all();
     return absl::OkStatus();
+  }
+
+  // Stops the sender thread, dropping a message that waits for it; returns once the thread has
+  // ended (after the Write it may be in).
+  void StopSender() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      queued_.reset();
+    }
+    changed_.notify_all();
+    if (sender_.joinable()) sender_.join();
   }
 
   // The sender thread: writes each queued message until stopped or the stream fails.
@@ -273,7 +298,7 @@ class ReadStreamSink final : public store::ByteSink {
     std::unique_lock lock(mu_);
     for (;;) {
       changed_.wait(lock, [&] { return stopping_ || queued_.has_value(); });
-      if (!queued_.has_value()) return;  // Stopping, nothing left to send.
+      if (stopping_) return;
       grpc::ByteBuffer message = std::move(*queued_);
       queued_.reset();
       writing_ = true;
@@ -294,6 +319,7 @@ class ReadStreamSink final : public store::ByteSink {
   std::optional<grpc_slice> buffer_;  // The next message: kRoom, then filled_ bytes of data.
   size_t filled_ = 0;
   bool sent_any_ = false;
+  bool inline_ = false;  // No sender thread could be started: every message is written inline.
 
   std::mutex mu_;  // Guards the members below, shared with the sender thread.
   std::condition_variable changed_;
@@ -398,7 +424,6 @@ grpc::Status ObjectsService::ReadFromBytes(
   if (auto s = ReadRequestOf(stream, &request)) return *s;
   ReadStreamSink sink(context, stream);
   absl::Status s = store_->Read(request.name(), request.offset(), request.length(), sink);
-  if (s.ok()) s = sink.Finish();
   return Finish(context, s, "the read stopped");
 }
 
@@ -443,7 +468,6 @@ grpc::Status ObjectsService::GetBlockFromBytes(
   if (auto s = ReadRequestOf(stream, &request)) return *s;
   ReadStreamSink sink(context, stream);
   absl::Status s = store_->GetBlock(request.name(), request.stripe(), request.index(), sink);
-  if (s.ok()) s = sink.Finish();
   return Finish(context, s, "the read stopped");
 }
 

@@ -57,8 +57,7 @@ uint64_t SourceChecksum(const Task& task) {
 std::vector<int> WorkerCpus(bool pin, int workers) {
   if (!pin || workers < 2) return {};
   std::vector<int> cpus = internal::UsableCpuList();
-  if (static_cast<int>(cpus.size()) < workers) return {};
-  cpus.resize(workers);
+  if (static_cast<int>(cpus.size()) != workers) return {};
   return cpus;
 }
 

@@ -128,11 +128,13 @@ struct EngineOptions {
   // Completion::Wait's poll on the submitter's side: batches that follow each other closely then
   // pay no thread hand-off at all.
   std::chrono::microseconds poll{100};
-  // With 2..N workers on a process allowed N CPUs, pin worker i to the i-th of those CPUs (as
-  // SPDK pins its reactors). Unpinned, the scheduler was seen to leave two busy workers sharing
-  // one CPU for tens of milliseconds while the other CPU idled (docs/benchmarks.md). A single
-  // worker, or more workers than CPUs, is never pinned. Best effort: a worker whose pinning
-  // fails runs unpinned.
+  // When the workers are as many as the CPUs this process may use (its affinity mask, as a
+  // cpuset, taskset or systemd CPUAffinity= leaves it), 2 or more, pin worker i to the i-th of
+  // those CPUs (as SPDK pins its reactors to its core mask). Unpinned, the scheduler was seen to
+  // leave two busy workers sharing one CPU for tens of milliseconds while the other idled
+  // (docs/benchmarks.md). Fewer workers than CPUs stay unpinned: the scheduler has CPUs to
+  // spare, and processes that each pinned to the first CPUs would pile up on them while others
+  // idle. Best effort: a worker whose pinning fails runs unpinned.
   bool pin_workers = true;
 };
 

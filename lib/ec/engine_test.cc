@@ -404,15 +404,16 @@ TEST(EngineTest, ProgressRunsQueuedTasksOnTheCaller) {
   EXPECT_EQ(block_parity, testing::RefEncode(codec->coding(), 4, 2, block_data));
 }
 
-// Each task's callback records the CPUs its thread may run on; two tasks that wait for each
-// other inside their callbacks run on the two workers (each takes one of the two queued tasks).
-std::vector<cpu_set_t> WorkerAffinities(Engine& engine) {
+// Each task's callback records the CPUs its thread may run on; `n` tasks that wait for each
+// other inside their callbacks run on `n` workers (each takes one: a worker takes
+// 1/(2 x workers) of the queue).
+std::vector<cpu_set_t> WorkerAffinities(Engine& engine, int n) {
   std::mutex mu;
   std::condition_variable cv;
   int arrived = 0;
   std::vector<cpu_set_t> seen;
-  Completion done(2);
-  for (int t = 0; t < 2; ++t) {
+  Completion done(n);
+  for (int t = 0; t < n; ++t) {
     engine.Submit(
         Task(GaloisMulTask{}),  // Fails at once: an empty matrix; only the thread matters.
         [&](absl::Status s) {
@@ -423,24 +424,25 @@ std::vector<cpu_set_t> WorkerAffinities(Engine& engine) {
           seen.push_back(set);
           ++arrived;
           cv.notify_all();
-          EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived == 2; }))
-              << "the two tasks did not run on two workers at once";
+          EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived == n; }))
+              << "the tasks did not run on " << n << " workers at once";
           lock.unlock();
           done.Done(std::move(s));
         },
-        t == 1 ? SubmitFlag::kFlush : SubmitFlag::kNone);
+        t + 1 == n ? SubmitFlag::kFlush : SubmitFlag::kNone);
   }
   EXPECT_FALSE(done.Wait().ok());
   return seen;
 }
 
-TEST(EngineTest, PinsEachWorkerToItsOwnCpuWhenTheyFit) {
+TEST(EngineTest, PinsEachWorkerToACpuOfItsOwnWhenTheyFillTheCpus) {
   const std::vector<int> cpus = internal::UsableCpuList();
-  if (cpus.size() < 2) GTEST_SKIP() << "needs 2 CPUs, this process may use " << cpus.size();
-  Engine engine(EngineOptions{.workers = 2});
-  EXPECT_EQ(engine.worker_cpus(), std::vector<int>({cpus[0], cpus[1]}));
-  std::vector<cpu_set_t> seen = WorkerAffinities(engine);
-  ASSERT_EQ(seen.size(), 2u);
+  const int n = static_cast<int>(cpus.size());
+  if (n < 2 || n > 64) GTEST_SKIP() << "needs 2..64 CPUs, this process may use " << n;
+  Engine engine(EngineOptions{.workers = n});
+  EXPECT_EQ(engine.worker_cpus(), cpus);
+  std::vector<cpu_set_t> seen = WorkerAffinities(engine, n);
+  ASSERT_EQ(seen.size(), cpus.size());
   std::vector<int> pinned;
   for (const cpu_set_t& set : seen) {
     ASSERT_EQ(CPU_COUNT(&set), 1);
@@ -449,19 +451,22 @@ TEST(EngineTest, PinsEachWorkerToItsOwnCpuWhenTheyFit) {
     }
   }
   std::sort(pinned.begin(), pinned.end());
-  EXPECT_EQ(pinned, std::vector<int>({cpus[0], cpus[1]}));
+  EXPECT_EQ(pinned, cpus);
 }
 
-TEST(EngineTest, LeavesWorkersUnpinnedWhenAskedOrWhenTheyDoNotFit) {
+TEST(EngineTest, LeavesWorkersUnpinnedWhenAskedOrWhenTheyDoNotFillTheCpus) {
   const std::vector<int> cpus = internal::UsableCpuList();
-  for (EngineOptions options :
-       {EngineOptions{.workers = 2, .pin_workers = false},
-        EngineOptions{.workers = static_cast<int>(cpus.size()) + 1}, EngineOptions{.workers = 1}}) {
+  const int n = static_cast<int>(cpus.size());
+  std::vector<EngineOptions> cases = {EngineOptions{.workers = 1}};
+  if (n >= 2 && n <= 64) cases.push_back(EngineOptions{.workers = n, .pin_workers = false});
+  if (n <= 64) cases.push_back(EngineOptions{.workers = n + 1});  // More workers than CPUs.
+  if (n >= 3) cases.push_back(EngineOptions{.workers = 2});       // Fewer.
+  for (const EngineOptions& options : cases) {
     Engine engine(options);
     EXPECT_TRUE(engine.worker_cpus().empty()) << options.workers << " workers";
     if (options.workers < 2) continue;
-    for (const cpu_set_t& set : WorkerAffinities(engine)) {
-      EXPECT_EQ(CPU_COUNT(&set), static_cast<int>(cpus.size()));
+    for (const cpu_set_t& set : WorkerAffinities(engine, options.workers)) {
+      EXPECT_EQ(CPU_COUNT(&set), n);
     }
   }
 }

@@ -117,42 +117,77 @@ TEST_F(MemoryLimitTest, ReadsUpdatesAndRecoverWorkInsideTheLimit) {
   EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
 }
 
-// A sink that holds `held` bytes of its own, and records the budget's reservation when the
-// first bytes reach it.
+// A sink that holds `held` bytes of its own, records the budget's reservation when the first
+// bytes reach it and when it is finished, and fails its Write when asked to.
 class HoldingSink : public VectorSink {
  public:
   HoldingSink(const MemoryBudget& budget, uint64_t held) : budget_(budget), held_(held) {}
-  uint64_t held_bytes() const override { return held_; }
+  uint64_t held_bytes(uint64_t length) const override {
+    asked_length = length;
+    return held_;
+  }
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
     if (reserved_during_read == 0) reserved_during_read = budget_.reserved_bytes();
+    if (fail_writes) return absl::CancelledError("the client went away");
     return VectorSink::Write(data, reconstructed);
   }
+  absl::Status Finish(bool ok) override {
+    ++finishes;
+    finished_ok = ok;
+    reserved_at_finish = budget_.reserved_bytes();
+    return absl::OkStatus();
+  }
+  mutable uint64_t asked_length = 0;
   uint64_t reserved_during_read = 0;
+  uint64_t reserved_at_finish = 0;
+  int finishes = 0;
+  bool finished_ok = false;
+  bool fail_writes = false;
 
  private:
   const MemoryBudget& budget_;
   const uint64_t held_;
 };
 
-TEST_F(MemoryLimitTest, ReadsReserveTheSinksOwnBuffersWithTheirStripes) {
+TEST_F(MemoryLimitTest, ReadsReserveTheSinksOwnBuffersUntilItIsFinished) {
   const std::vector<uint8_t> data = RandomBytes(10 * 16384, 7);  // 10 stripes of 4 x 4 KiB.
   ASSERT_TRUE(Put("obj", data).ok());
   const MemoryBudget& budget = store_->memory_budget();
-  // Three stripes (the read-ahead) and the sink's stripe's worth: 4 of the 5 stripes of room.
+  // Three stripes (the read-ahead) and the sink's stripe's worth: 4 of the 5 stripes of room,
+  // held until the sink is finished.
   HoldingSink small(budget, kStripe);
-  ASSERT_TRUE(store_->Read("obj", 0, 0, small).ok());
-  EXPECT_EQ(small.bytes, data);
+  ASSERT_TRUE(store_->Read("obj", 100, 50000, small).ok());
+  EXPECT_EQ(small.bytes, std::vector<uint8_t>(data.begin() + 100, data.begin() + 50100));
+  EXPECT_EQ(small.asked_length, 50000u);
   EXPECT_EQ(small.reserved_during_read, 4 * kStripe);
+  EXPECT_EQ(small.finishes, 1);
+  EXPECT_TRUE(small.finished_ok);
+  EXPECT_EQ(small.reserved_at_finish, 4 * kStripe);
   // A sink holding three stripes' worth leaves room for a read-ahead of two only.
   HoldingSink big(budget, 3 * kStripe);
   ASSERT_TRUE(store_->Read("obj", 0, 0, big).ok());
   EXPECT_EQ(big.bytes, data);
   EXPECT_EQ(big.reserved_during_read, 5 * kStripe);
+  EXPECT_EQ(big.reserved_at_finish, 5 * kStripe);
   // A block get: one stripe and the sink's buffers.
   HoldingSink block(budget, kStripe);
   ASSERT_TRUE(store_->GetBlock("obj", 3, 5, block).ok());
   EXPECT_EQ(block.bytes.size(), 4096u);
-  EXPECT_EQ(block.reserved_during_read, 2 * kStripe);
+  EXPECT_EQ(block.asked_length, 4096u);
+  EXPECT_EQ(block.reserved_at_finish, 2 * kStripe);
+  EXPECT_EQ(block.finishes, 1);
+  // A sink that fails is finished once, not ok, still inside the reservation.
+  HoldingSink failing(budget, kStripe);
+  failing.fail_writes = true;
+  EXPECT_TRUE(absl::IsCancelled(store_->Read("obj", 0, 0, failing)));
+  EXPECT_EQ(failing.finishes, 1);
+  EXPECT_FALSE(failing.finished_ok);
+  EXPECT_EQ(failing.reserved_at_finish, 4 * kStripe);
+  // A read of nothing is finished too (a sink may still have to say the size).
+  HoldingSink empty(budget, kStripe);
+  ASSERT_TRUE(store_->Read("obj", data.size(), 0, empty).ok());
+  EXPECT_EQ(empty.finishes, 1);
+  EXPECT_TRUE(empty.finished_ok);
   EXPECT_EQ(budget.reserved_bytes(), 0u);
 }
 

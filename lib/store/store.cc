@@ -1147,6 +1147,16 @@ Store::BlockRead Store::ReadBlock(const ObjectRecord& object, const BlockRecord&
   return FinishReads(object, reads)[0];
 }
 
+namespace {
+
+// Finishes a sink whose read failed with `status`, and returns that status.
+absl::Status FailSink(ByteSink& sink, absl::Status status) {
+  (void)sink.Finish(/*ok=*/false);
+  return status;
+}
+
+}  // namespace
+
 absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
@@ -1158,24 +1168,25 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   }
   const uint64_t end = length == 0 || length > object.size - offset ? object.size : offset + length;
   sink.SetVersion(object.version);
-  if (absl::Status s = sink.Start(object.size); !s.ok()) return s;
-  if (offset == end) return absl::OkStatus();
+  if (absl::Status s = sink.Start(object.size); !s.ok()) return FailSink(sink, s);
+  if (offset == end) return sink.Finish(/*ok=*/true);
 
   const int m = static_cast<int>(object.data_blocks);
   const int width = m + static_cast<int>(object.parity_blocks);
   absl::StatusOr<std::shared_ptr<const ec::Codec>> codec =
       CodecFor(object.matrix, m, static_cast<int>(object.parity_blocks));
-  if (!codec.ok()) return codec.status();
+  if (!codec.ok()) return FailSink(sink, codec.status());
   const uint64_t bs = object.block_size;
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
   // Read-ahead: while one stripe's bytes go to the sink, the blocks of the next kReadAhead
   // stripes are being read.
-  const size_t depth =
-      budget_->Fit(static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size,
-                   kReadAhead + 1, sink.held_bytes());
-  absl::StatusOr<StripeSet> buffers =
-      AllocateStripes(std::vector<int>(depth, width), bs, sink.held_bytes());
-  if (!buffers.ok()) return buffers.status();
+  // The sink's own buffers are reserved with the stripes, and it is finished (below) while
+  // they still are.
+  const uint64_t held = sink.held_bytes(end - offset);
+  const size_t depth = budget_->Fit(
+      static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size, kReadAhead + 1, held);
+  absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs, held);
+  if (!buffers.ok()) return FailSink(sink, buffers.status());
   std::vector<StripeBuffer*> idle;
   for (auto& b : buffers->buffers) idle.push_back(b.get());
   struct Ahead {
@@ -1211,34 +1222,39 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
 
   const uint64_t first_stripe = offset / stripe_bytes;
   const uint64_t last_stripe = (end - 1) / stripe_bytes;
-  for (uint64_t batch = first_stripe; batch <= last_stripe; batch += kStripeBatch) {
-    const uint64_t count = std::min(kStripeBatch, last_stripe + 1 - batch);
-    absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
-    if (!blocks.ok()) return blocks.status();
-    size_t row = 0;
-    for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
-      if (idle.empty()) {
+  absl::Status streamed = [&]() -> absl::Status {
+    for (uint64_t batch = first_stripe; batch <= last_stripe; batch += kStripeBatch) {
+      const uint64_t count = std::min(kStripeBatch, last_stripe + 1 - batch);
+      absl::StatusOr<std::vector<BlockRecord>> blocks =
+          catalog_->GetBlocks(object.id, batch, count);
+      if (!blocks.ok()) return blocks.status();
+      size_t row = 0;
+      for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
+        if (idle.empty()) {
+          if (absl::Status s = serve_oldest(); !s.ok()) return s;
+        }
+        Ahead a;
+        a.buffer = idle.back();
+        idle.pop_back();
+        a.stripe = stripe;
+        a.by_index = TakeStripe(*blocks, row, stripe, width);
+        const uint64_t base = stripe * stripe_bytes;
+        a.lo = std::max(offset, base) - base;
+        a.hi = std::min(end, base + stripe_bytes) - base;
+        for (int i = static_cast<int>(a.lo / bs); i <= static_cast<int>((a.hi - 1) / bs); ++i) {
+          a.need.push_back(i);
+        }
+        a.reads = StartLoad(object, a.by_index, a.need, *a.buffer);
+        ahead.push_back(std::move(a));
+      }
+      while (!ahead.empty()) {  // They point into `blocks`.
         if (absl::Status s = serve_oldest(); !s.ok()) return s;
       }
-      Ahead a;
-      a.buffer = idle.back();
-      idle.pop_back();
-      a.stripe = stripe;
-      a.by_index = TakeStripe(*blocks, row, stripe, width);
-      const uint64_t base = stripe * stripe_bytes;
-      a.lo = std::max(offset, base) - base;
-      a.hi = std::min(end, base + stripe_bytes) - base;
-      for (int i = static_cast<int>(a.lo / bs); i <= static_cast<int>((a.hi - 1) / bs); ++i) {
-        a.need.push_back(i);
-      }
-      a.reads = StartLoad(object, a.by_index, a.need, *a.buffer);
-      ahead.push_back(std::move(a));
     }
-    while (!ahead.empty()) {  // They point into `blocks`.
-      if (absl::Status s = serve_oldest(); !s.ok()) return s;
-    }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  }();
+  if (!streamed.ok()) return FailSink(sink, streamed);
+  return sink.Finish(/*ok=*/true);
 }
 
 absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t index,
@@ -1262,15 +1278,19 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
   size_t row = 0;
   const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
   absl::StatusOr<StripeSet> buffers =
-      AllocateStripes({width}, object.block_size, sink.held_bytes());
+      AllocateStripes({width}, object.block_size, sink.held_bytes(object.block_size));
   if (!buffers.ok()) return buffers.status();
   StripeBuffer& buffer = (*buffers)[0];
   sink.SetVersion(object.version);
-  if (absl::Status s = sink.Start(object.block_size); !s.ok()) return s;
+  if (absl::Status s = sink.Start(object.block_size); !s.ok()) return FailSink(sink, s);
   absl::StatusOr<std::vector<int>> rebuilt =
       LoadBlocks(object, stripe, *codec, by_index, {static_cast<int>(index)}, buffer, "");
-  if (!rebuilt.ok()) return rebuilt.status();
-  return sink.Write(buffer.block(index), static_cast<uint32_t>(rebuilt->size()));
+  if (!rebuilt.ok()) return FailSink(sink, rebuilt.status());
+  if (absl::Status s = sink.Write(buffer.block(index), static_cast<uint32_t>(rebuilt->size()));
+      !s.ok()) {
+    return FailSink(sink, s);
+  }
+  return sink.Finish(/*ok=*/true);  // While the stripe's reservation still holds.
 }
 
 absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with_blocks,

@@ -109,9 +109,15 @@ class ByteSink {
   virtual absl::Status Start(uint64_t object_size) = 0;
   // Consecutive bytes of the requested range; `reconstructed` blocks were rebuilt to serve them.
   virtual absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) = 0;
-  // The most bytes of buffers of its own the sink holds during a read (messages being filled
-  // and sent). Read and GetBlock reserve them from the stripe-memory budget with their stripes.
-  virtual uint64_t held_bytes() const { return 0; }
+  // The most bytes of buffers of its own the sink holds while it takes `length` bytes and until
+  // Finish returns (messages being filled and sent). Read and GetBlock reserve them from the
+  // stripe-memory budget with their stripes.
+  virtual uint64_t held_bytes(uint64_t length) const { return 0; }
+  // Called once after Start, before Read or GetBlock returns, while the memory of held_bytes is
+  // still reserved. `ok`: every byte was written; the sink sends what it buffered and waits
+  // until it is sent, and its status is the read's. Not ok: the read failed; the sink may drop
+  // what it buffered, must stop using its buffers before it returns, and its status is ignored.
+  virtual absl::Status Finish(bool ok) { return absl::OkStatus(); }
 };
 
 struct UpdateResult {
