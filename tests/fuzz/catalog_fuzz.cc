@@ -26,10 +26,12 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -211,6 +213,9 @@ struct Table {
 };
 constexpr Table kTables[] = {{"devices", 5}, {"objects", 10}, {"blocks", 8}, {"meta", 2}};
 
+void RemoveDbDir();
+
+// The catalog file of this process, in a directory of its own that is removed at exit.
 const std::string& DbPath() {
   static const std::string path = [] {
     std::filesystem::path dir = std::filesystem::exists("/dev/shm")
@@ -220,6 +225,8 @@ const std::string& DbPath() {
     std::filesystem::create_directories(dir);
     return (dir / "catalog.db").string();
   }();
+  static const bool cleaned_at_exit = std::atexit(RemoveDbDir) == 0;
+  (void)cleaned_at_exit;
   return path;
 }
 
@@ -227,6 +234,12 @@ void RemoveDb() {
   for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
     ::unlink(absl::StrCat(DbPath(), suffix).c_str());
   }
+}
+
+void RemoveDbDir() {
+  RemoveDb();
+  std::error_code error;
+  std::filesystem::remove(std::filesystem::path(DbPath()).parent_path(), error);
 }
 
 // Writes the catalog file the input describes; returns a name and an object id to probe.
