@@ -534,6 +534,15 @@ double MedianOver(const std::vector<std::array<double, N>>& rounds, F f) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// Sets counter `name` of a paired row to the median over rounds of variant `den`'s time over
+// variant `num`'s (variant num's speed relative to variant den's).
+template <size_t N>
+void SetRatio(benchmark::State& state, const std::vector<std::array<double, N>>& rounds,
+              const char* name, size_t num, size_t den) {
+  state.counters[name] =
+      MedianOver(rounds, [num, den](const std::array<double, N>& t) { return t[den] / t[num]; });
+}
+
 // Sets the paired rows' counters: `name`_GBps of each variant (data bytes of a batch over its
 // median batch time), and bytes processed over all the variants' batches, warm-ups included.
 template <size_t N>
@@ -578,15 +587,11 @@ void BM_CreatePaired(benchmark::State& state) {
        Variant{[&] { one_busy.Batch(); }, [&] { one_busy.Drain(); }},
        Variant{[&] { two_busy.Batch(); }, [&] { two_busy.Drain(); }}});
   ReportPaired<6>(state, rounds, {"raw", "raw2", "w1", "w2", "w1s", "w2s"}, segment, m, len);
-  const auto ratio = [&](const char* name, int num, int den) {
-    state.counters[name] =
-        MedianOver(rounds, [num, den](const Times& t) { return t[den] / t[num]; });
-  };
-  ratio("raw2_over_raw", 1, 0);
-  ratio("w1_over_raw", 2, 0);
-  ratio("w2_over_w1", 3, 2);
-  ratio("w1s_over_raw", 4, 0);
-  ratio("w2s_over_w1s", 5, 4);
+  SetRatio(state, rounds, "raw2_over_raw", 1, 0);
+  SetRatio(state, rounds, "w1_over_raw", 2, 0);
+  SetRatio(state, rounds, "w2_over_w1", 3, 2);
+  SetRatio(state, rounds, "w1s_over_raw", 4, 0);
+  SetRatio(state, rounds, "w2s_over_w1s", 5, 4);
 }
 
 // Recover of e data blocks (e = range(3)): raw ISA-L and the engine on one worker, paired.
@@ -609,7 +614,7 @@ void BM_RecoverPaired(benchmark::State& state) {
   const std::vector<Times> rounds = Rounds<2>(
       state, segment, {Variant{raw_batch, {}}, Variant{[&] { RunBatch(one, make); }, {}}});
   ReportPaired<2>(state, rounds, {"raw", "w1"}, segment, m, len);
-  state.counters["w1_over_raw"] = MedianOver(rounds, [](const Times& t) { return t[0] / t[1]; });
+  SetRatio(state, rounds, "w1_over_raw", 1, 0);
 }
 
 void Shapes(benchmark::internal::Benchmark* b, bool with_workers) {

@@ -259,9 +259,12 @@ class ReadStreamSink final : public store::ByteSink {
     buffer_.reset();
     filled_ = 0;
     fields_.Clear();
+    const auto write_here = [&] {
+      return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
+    };
     if (!sent_any_ || inline_) {
       sent_any_ = true;
-      return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
+      return write_here();
     }
     std::unique_lock lock(mu_);
     changed_.wait(lock, [&] { return failed_ || !queued_.has_value(); });
@@ -272,7 +275,7 @@ class ReadStreamSink final : public store::ByteSink {
       } catch (const std::system_error&) {  // No thread to be had: write on this one.
         inline_ = true;
         lock.unlock();
-        return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
+        return write_here();
       }
     }
     queued_.emplace(&message, 1);

@@ -27,16 +27,8 @@ bool PollFor(std::chrono::microseconds window, Done done) {
   }
 }
 
-// The CPUs this process may run on (its affinity mask, so a cpuset or taskset counts), at
-// least 1.
-inline int UsableCpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-// The CPUs this process may run on, in ascending order (at least one entry: CPU 0 when the
-// mask cannot be read).
+// The CPUs this process may run on (its affinity mask, so a cpuset or taskset counts), in
+// ascending order; CPUs 0..hardware_concurrency-1 (at least CPU 0) when the mask cannot be read.
 inline std::vector<int> UsableCpuList() {
   cpu_set_t set;
   std::vector<int> cpus;
@@ -45,9 +37,16 @@ inline std::vector<int> UsableCpuList() {
       if (CPU_ISSET(c, &set)) cpus.push_back(c);
     }
   }
-  if (cpus.empty()) cpus.push_back(0);
+  if (cpus.empty()) {
+    for (int c = 0; c < static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); ++c) {
+      cpus.push_back(c);
+    }
+  }
   return cpus;
 }
+
+// How many CPUs this process may run on, at least 1.
+inline int UsableCpus() { return static_cast<int>(UsableCpuList().size()); }
 
 }  // namespace ecd::ec::internal
 
