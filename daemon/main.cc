@@ -33,6 +33,7 @@
 #include "daemon/rpc_metrics.h"
 #include "daemon/services.h"
 #include "daemon/tls.h"
+#include "lib/nvme/dma_map.h"
 #include "lib/store/cxl_monitor.h"
 #include "lib/store/event_policy.h"
 #include "lib/store/fault_namespace.h"
@@ -341,6 +342,9 @@ int Main(int argc, char** argv) {
     return Fail("--nvme-host-memory must hold at least 4 pages");
   }
 
+  // One DMA map for the store's stripe buffers and every device, including devices that a
+  // fault-injecting factory wraps.
+  options.nvme.dma_map = std::make_shared<ecd::nvme::DmaMap>();
   if (!f.fault_inject.empty()) {
     absl::StatusOr<std::map<uint32_t, std::vector<ecd::store::FaultRule>>> faults =
         ecd::store::ParseDeviceFaultSpecs(absl::StrJoin(f.fault_inject, ","));

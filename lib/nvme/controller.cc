@@ -24,11 +24,9 @@ NvmeStatus StatusForErrno(Opcode op, int err) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(HostMemory* memory,
-                                                               const std::string& path,
-                                                               uint32_t lba_size,
-                                                               uint64_t lba_count,
-                                                               const ControllerOptions& options) {
+absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(
+    HostMemory* memory, const std::string& path, uint32_t lba_size, uint64_t lba_count,
+    const ControllerOptions& options, const DmaMap* dma) {
   if (options.queue_entries < 2 || options.queue_entries > 4096 ||
       (options.queue_entries & (options.queue_entries - 1)) != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -65,14 +63,15 @@ absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(HostMemory* memor
   const std::vector<iovec> buffers = memory->FixedBuffers();
   auto uring = UringQueue::Open(path, buffers, uo);
   if (!uring.ok()) return uring.status();
-  return std::unique_ptr<Controller>(
-      new Controller(memory, *std::move(uring), *std::move(fetcher), lba_size, lba_count, options));
+  return std::unique_ptr<Controller>(new Controller(
+      memory, dma, *std::move(uring), *std::move(fetcher), lba_size, lba_count, options));
 }
 
-Controller::Controller(HostMemory* memory, std::unique_ptr<UringQueue> uring,
+Controller::Controller(HostMemory* memory, const DmaMap* dma, std::unique_ptr<UringQueue> uring,
                        std::unique_ptr<PrpFetchManager> fetcher, uint32_t lba_size,
                        uint64_t lba_count, const ControllerOptions& options)
     : memory_(memory),
+      dma_(dma),
       uring_(std::move(uring)),
       fetcher_(std::move(fetcher)),
       lba_size_(lba_size),
@@ -138,11 +137,8 @@ void Controller::Start(const SubmissionEntry& e) {
   }
   PrpWalk walk = WalkPrps(*fetcher_, memory_->page_size(), e.prp1, e.prp2, length);
   if (!walk.status.ok()) return CompleteNow(e.cid, walk.status);
-  for (const DataSegment& s : walk.segments) {
-    if (memory_->Translate(s.addr, s.len) == nullptr) {
-      return CompleteNow(e.cid, Failure(kScDataTransferError));
-    }
-  }
+  // Segments are checked after coalescing: a run is contiguous host memory, so it is valid
+  // when it lies in the pool or in registered regions, whatever the pages it was made of.
   const std::vector<DataSegment> runs =
       CoalesceSegments(walk.segments, memory_->base_address(), kMaxFixedBufferBytes, 1u << 30);
   std::vector<IoOp> ops;
@@ -150,7 +146,9 @@ void Controller::Start(const SubmissionEntry& e) {
   uint64_t file_off = e.slba * lba_size_;
   const IoOp::Kind kind = op == Opcode::kRead ? IoOp::Kind::kRead : IoOp::Kind::kWrite;
   for (const DataSegment& r : runs) {
-    ops.push_back(IoOp{kind, file_off, memory_->Translate(r.addr, r.len), r.len, Tag(e.cid)});
+    uint8_t* data = TranslateData(r.addr, r.len);
+    if (data == nullptr) return CompleteNow(e.cid, Failure(kScDataTransferError));
+    ops.push_back(IoOp{kind, file_off, data, r.len, Tag(e.cid)});
     file_off += r.len;
   }
   {
@@ -159,6 +157,12 @@ void Controller::Start(const SubmissionEntry& e) {
     stats_.prp_sets += walk.fetch_sets;
   }
   Launch(e.cid, op, std::move(ops), length);
+}
+
+uint8_t* Controller::TranslateData(uint64_t addr, uint64_t len) const {
+  if (uint8_t* p = memory_->Translate(addr, len); p != nullptr) return p;
+  if (dma_ != nullptr && dma_->Contains(addr, len)) return reinterpret_cast<uint8_t*>(addr);
+  return nullptr;
 }
 
 void Controller::Launch(uint16_t cid, Opcode op, std::vector<IoOp> ops, uint64_t expected) {

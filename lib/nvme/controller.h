@@ -5,7 +5,8 @@
 // controller validates it (opcode, namespace, LBA range, MDTS in units of the 4 KiB minimum page
 // size), resolves its PRPs through the PG329-style fetch manager (prp_walker.h), and only when
 // all of that succeeds moves data: contiguous host pages are coalesced and each run becomes one
-// io_uring READ_FIXED/WRITE_FIXED straight into or out of host memory; Flush becomes an fsync.
+// io_uring READ_FIXED/WRITE_FIXED straight into or out of host memory (plain READ/WRITE for
+// regions the host registered in its DmaMap); Flush becomes an fsync.
 // Kernel errors and short transfers become NVMe statuses. Completions are posted to the
 // completion queue with the phase tag, and the host's interrupt handler is called.
 //
@@ -26,6 +27,7 @@
 
 #include "absl/status/statusor.h"
 #include "lib/nvme/command.h"
+#include "lib/nvme/dma_map.h"
 #include "lib/nvme/host_memory.h"
 #include "lib/nvme/prp_fetch.h"
 #include "lib/nvme/queue.h"
@@ -69,11 +71,13 @@ struct ControllerStats {
 class Controller {
  public:
   // The namespace is `path` (must exist and hold lba_count * lba_size bytes). Host memory pages
-  // are the PRP address space; `memory` must outlive the controller.
+  // hold PRP lists and data; data may also lie in regions registered in `dma` (may be null).
+  // `memory` and `dma` must outlive the controller.
   static absl::StatusOr<std::unique_ptr<Controller>> Create(HostMemory* memory,
                                                             const std::string& path,
                                                             uint32_t lba_size, uint64_t lba_count,
-                                                            const ControllerOptions& options);
+                                                            const ControllerOptions& options,
+                                                            const DmaMap* dma = nullptr);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
@@ -106,9 +110,12 @@ class Controller {
     NvmeStatus status;
   };
 
-  Controller(HostMemory* memory, std::unique_ptr<UringQueue> uring,
+  Controller(HostMemory* memory, const DmaMap* dma, std::unique_ptr<UringQueue> uring,
              std::unique_ptr<PrpFetchManager> fetcher, uint32_t lba_size, uint64_t lba_count,
              const ControllerOptions& options);
+  // The host memory at [addr, addr + len) for a data transfer, or null (a Data Transfer Error)
+  // when it lies neither in the pool nor in one registered range.
+  uint8_t* TranslateData(uint64_t addr, uint64_t len) const;
   void Start(const SubmissionEntry& e);
   void CompleteNow(uint16_t cid, NvmeStatus status);
   // Records command `cid` as in flight with `ops` and hands them to io_uring; `expected` is the
@@ -118,6 +125,7 @@ class Controller {
   void Post(const std::vector<std::pair<uint16_t, NvmeStatus>>& done);
 
   HostMemory* const memory_;
+  const DmaMap* const dma_;  // may be null
   std::unique_ptr<UringQueue> uring_;
   std::unique_ptr<PrpFetchManager> fetcher_;
   const uint32_t lba_size_;

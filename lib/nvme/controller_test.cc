@@ -1,11 +1,13 @@
 // Controller tests: random data through PRPs, the controller and io_uring round-trips byte-exact
 // at random LBAs across many queue wraparounds; every invalid command fails with its NVMe
 // status and moves no data; contiguous pages coalesce into one I/O; short transfers and
-// unreadable memory become statuses.
+// unreadable memory become statuses; buffers registered for DMA move in place, and a region
+// that is no longer registered is a Data Transfer Error.
 #include "lib/nvme/controller.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -108,6 +110,70 @@ TEST(Device, ConcurrentCallersKeepTheirBytes) {
   std::filesystem::remove(path);
 }
 
+// Page-aligned memory of its own mapping, as the store's stripe buffers are.
+class MappedBuffer {
+ public:
+  explicit MappedBuffer(size_t bytes)
+      : bytes_(bytes),
+        data_(static_cast<uint8_t*>(
+            ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))) {}
+  ~MappedBuffer() { ::munmap(data_, bytes_); }
+  uint8_t* data() const { return data_; }
+
+ private:
+  size_t bytes_;
+  uint8_t* data_;
+};
+
+TEST(Device, RegisteredBuffersMoveInPlaceAtAnyPageSize) {
+  for (uint32_t page_size : {4096u, 16384u}) {
+    SCOPED_TRACE(page_size);
+    const std::string path = TempFile("inplace", kLbas * kLba, 0);
+    DeviceOptions o;
+    o.page_size = page_size;
+    o.controller.mdts = 5;  // 128 KiB commands: a 1 MiB call is 8 commands with PRP lists
+    o.host_memory_bytes = 1 << 20;
+    o.dma_map = std::make_shared<DmaMap>();
+    auto dev = *Device::Open(path, kLba, kLbas, o);
+    const uint64_t pool_pages = dev->memory().page_count();
+    constexpr uint64_t kBuffer = 4 << 20;
+    MappedBuffer out(kBuffer), in(kBuffer);
+    DmaRegistration out_reg(o.dma_map.get(), out.data(), kBuffer);
+    DmaRegistration in_reg(o.dma_map.get(), in.data(), kBuffer);
+    ASSERT_TRUE(out_reg.registered() && in_reg.registered());
+    std::mt19937_64 rng(page_size);
+    std::vector<uint8_t> model(kLbas * kLba, 0);
+    for (int i = 0; i < 60; ++i) {
+      // Buffers start at any 4 KiB page: with 16 KiB memory pages PRP1 then has an offset.
+      const uint64_t blocks = 1 + rng() % 300;
+      const uint64_t at = (rng() % (kBuffer / kLba - blocks)) * kLba;
+      const uint64_t lba = rng() % (kLbas - blocks);
+      for (uint64_t b = 0; b < blocks * kLba; ++b) out.data()[at + b] = static_cast<uint8_t>(rng());
+      ASSERT_TRUE(dev->Write(lba, absl::MakeSpan(out.data() + at, blocks * kLba)).ok());
+      std::memcpy(&model[lba * kLba], out.data() + at, blocks * kLba);
+      ASSERT_TRUE(dev->Read(lba, absl::MakeSpan(in.data() + at, blocks * kLba)).ok());
+      ASSERT_EQ(0, std::memcmp(in.data() + at, &model[lba * kLba], blocks * kLba)) << i;
+    }
+    ASSERT_TRUE(dev->Flush().ok());
+    EXPECT_EQ(FileBytes(path, 0, model.size()), model);
+    TransferStats t = dev->transfer_stats();
+    EXPECT_GE(t.zero_copy_commands, 120u);
+    EXPECT_EQ(t.staged_commands, 0u);
+    EXPECT_EQ(dev->memory().free_pages(), pool_pages);  // list pages all given back
+
+    // A buffer that is not registered (or not aligned for direct I/O) is staged, with the same
+    // bytes.
+    std::vector<uint8_t> heap(8 * kLba);
+    ASSERT_TRUE(dev->Read(0, absl::MakeSpan(heap)).ok());
+    EXPECT_EQ(0, std::memcmp(heap.data(), model.data(), heap.size()));
+    ASSERT_TRUE(dev->Read(0, absl::MakeSpan(in.data() + 512, 8 * kLba)).ok());
+    EXPECT_EQ(0, std::memcmp(in.data() + 512, model.data(), 8 * kLba));
+    t = dev->transfer_stats();
+    EXPECT_EQ(t.staged_commands, 2u);
+    std::filesystem::remove(path);
+  }
+}
+
 // Raw commands against a controller, to check statuses and that failed commands move nothing.
 class RawCommands : public ::testing::Test {
  protected:
@@ -117,7 +183,7 @@ class RawCommands : public ::testing::Test {
     ControllerOptions o;
     o.mdts = 6;  // 256 KiB
     o.queue_entries = 8;
-    controller_ = *Controller::Create(memory_.get(), path_, kLba, kLbas, o);
+    controller_ = *Controller::Create(memory_.get(), path_, kLba, kLbas, o, &dma_);
     driver_ = std::make_unique<Driver>(controller_.get());
   }
   void TearDown() override {
@@ -157,6 +223,7 @@ class RawCommands : public ::testing::Test {
 
   std::string path_;
   std::unique_ptr<HostMemory> memory_;
+  DmaMap dma_;  // empty unless a test registers memory
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<Driver> driver_;
   std::vector<uint64_t> pages_;
@@ -237,6 +304,39 @@ TEST_F(RawCommands, UnreadableListOrDataIsDataTransferError) {
   const ControllerStats s = controller_->stats();
   EXPECT_EQ(s.errors.at(Failure(kScDataTransferError).Field()), 2u);
   EXPECT_EQ(s.io_ops, 0u);
+}
+
+TEST_F(RawCommands, RegisteredDataMovesUntilItIsUnregistered) {
+  MappedBuffer buffer(16 * kLba);
+  std::memset(buffer.data(), 0x6B, 16 * kLba);
+  std::vector<uint64_t> data;
+  for (int i = 0; i < 16; ++i) data.push_back(reinterpret_cast<uint64_t>(buffer.data()) + i * kLba);
+  PrpDescriptor prps = *BuildPrps(*memory_, data, 0, 16 * kLba);  // the list is in the pool
+  SubmissionEntry w;
+  w.opcode = static_cast<uint8_t>(Opcode::kWrite);
+  w.nsid = 1;
+  w.slba = 40;
+  w.nlb = 15;
+  w.prp1 = prps.prp1;
+  w.prp2 = prps.prp2;
+  EXPECT_EQ(driver_->Execute(w), Failure(kScDataTransferError));  // not registered yet
+  EXPECT_TRUE(FileIs(40, 16, 0xEE));
+  ASSERT_TRUE(dma_.Register(buffer.data(), 16 * kLba).ok());
+  EXPECT_TRUE(driver_->Execute(w).ok());
+  EXPECT_TRUE(FileIs(40, 16, 0x6B));
+  EXPECT_EQ(controller_->stats().io_ops, 1u);  // contiguous: one plain WRITE
+  // Half the buffer unregistered: the run crosses its end, and nothing moves.
+  ASSERT_TRUE(dma_.Unregister(buffer.data()).ok());
+  ASSERT_TRUE(dma_.Register(buffer.data(), 8 * kLba).ok());
+  std::memset(buffer.data(), 0x00, 16 * kLba);
+  SubmissionEntry r = w;
+  r.opcode = static_cast<uint8_t>(Opcode::kRead);
+  EXPECT_EQ(driver_->Execute(r), Failure(kScDataTransferError));
+  EXPECT_EQ(buffer.data()[0], 0x00);
+  w.slba = 60;
+  EXPECT_EQ(driver_->Execute(w), Failure(kScDataTransferError));
+  EXPECT_TRUE(FileIs(60, 16, 0xEE));
+  memory_->FreePages(prps.list_pages);
 }
 
 TEST_F(RawCommands, FlushAndStats) {

@@ -23,15 +23,17 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(const std::string& path, ui
   }
   auto memory = HostMemory::Create(options.page_size, pages);
   if (!memory.ok()) return memory.status();
-  auto controller =
-      Controller::Create(memory->get(), path, lba_size, lba_count, options.controller);
+  auto controller = Controller::Create(memory->get(), path, lba_size, lba_count, options.controller,
+                                       options.dma_map.get());
   if (!controller.ok()) return controller.status();
-  return std::unique_ptr<Device>(new Device(path, *std::move(memory), *std::move(controller)));
+  return std::unique_ptr<Device>(
+      new Device(path, options.dma_map, *std::move(memory), *std::move(controller)));
 }
 
-Device::Device(std::string path, std::unique_ptr<HostMemory> memory,
+Device::Device(std::string path, std::shared_ptr<DmaMap> dma, std::unique_ptr<HostMemory> memory,
                std::unique_ptr<Controller> controller)
     : path_(std::move(path)),
+      dma_(std::move(dma)),
       memory_(std::move(memory)),
       controller_(std::move(controller)),
       driver_(std::make_unique<Driver>(controller_.get())) {
@@ -46,6 +48,18 @@ Device::Device(std::string path, std::unique_ptr<HostMemory> memory,
 Device::~Device() {
   driver_.reset();
   controller_.reset();
+}
+
+TransferStats Device::transfer_stats() const {
+  return TransferStats{zero_copy_commands_.load(std::memory_order_relaxed),
+                       staged_commands_.load(std::memory_order_relaxed)};
+}
+
+bool Device::InPlace(const uint8_t* buf, uint64_t bytes) const {
+  // Direct I/O wants memory aligned to the logical block; PRP1 wants a dword.
+  const uint64_t align = std::min<uint64_t>(lba_size(), kMinPageSize);
+  const auto addr = reinterpret_cast<uint64_t>(buf);
+  return dma_ != nullptr && addr % align == 0 && dma_->Contains(addr, bytes);
 }
 
 namespace {
@@ -101,12 +115,14 @@ void Device::WriteAsync(uint64_t lba, absl::Span<const uint8_t> data, Done done)
 // one count of `outstanding` until every command is submitted, so `done` cannot run early.
 struct Device::Transfer {
   struct Chunk {
-    std::vector<uint64_t> pages;  // data pages, then PRP list pages
+    // Pool pages this command holds: staged data pages, then PRP list pages.
+    std::vector<uint64_t> pages;
     PrpDescriptor prps;
     uint8_t* user = nullptr;
     uint64_t len = 0;
   };
   bool write = false;
+  bool in_place = false;  // PRPs point at the caller's buffer; nothing is staged
   uint64_t lba = 0;
   uint64_t lba_count = 0;
   Done done;
@@ -145,30 +161,41 @@ void Device::StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t byte
   t->lba = lba;
   t->lba_count = bytes / lbs;
   t->done = std::move(done);
+  t->in_place = InPlace(buf, bytes);
+  std::vector<uint64_t> user_pages;  // in place: the pages of one chunk of the caller's buffer
   for (uint64_t at = 0; at < bytes; at += chunk_bytes_) {
     auto p = std::make_unique<Transfer::Chunk>();
     p->user = buf + at;
     p->len = std::min(chunk_bytes_, bytes - at);
-    // Data and list pages in one allocation, so no caller holds some while waiting for more.
-    const uint64_t data_pages = (p->len + page - 1) / page;
+    const auto user_addr = reinterpret_cast<uint64_t>(p->user);
+    const uint32_t offset = t->in_place ? static_cast<uint32_t>(user_addr % page) : 0;
+    const uint64_t data_pages = DataPageCount(page, offset, p->len);
     const uint64_t list_pages = data_pages > 2 ? ListPageCount(page, 0, data_pages - 1) : 0;
-    auto pages = memory_->AllocatePagesWait(data_pages + list_pages);
-    if (!pages.ok()) {
-      t->local_error = pages.status();
-      break;  // commands already submitted complete first: they use this call's buffer
+    const uint64_t pool_pages = (t->in_place ? 0 : data_pages) + list_pages;
+    if (pool_pages > 0) {
+      // Data and list pages in one allocation, so no caller holds some while waiting for more.
+      auto pages = memory_->AllocatePagesWait(pool_pages);
+      if (!pages.ok()) {
+        t->local_error = pages.status();
+        break;  // commands already submitted complete first: they use this call's buffer
+      }
+      p->pages = *std::move(pages);
     }
-    p->pages = *std::move(pages);
-    const absl::Span<const uint64_t> all(p->pages);
-    if (write) {
+    absl::Span<const uint64_t> data(p->pages);
+    absl::Span<const uint64_t> lists = data.subspan(t->in_place ? 0 : data_pages);
+    if (t->in_place) {
+      user_pages.clear();
+      for (uint64_t i = 0; i < data_pages; ++i) user_pages.push_back(user_addr - offset + i * page);
+      data = user_pages;
+    } else if (write) {
       for (uint64_t off = 0; off < p->len; off += page) {
         std::memcpy(memory_->Translate(p->pages[off / page], page), p->user + off,
                     std::min<uint64_t>(page, p->len - off));
       }
     }
-    auto prps =
-        BuildPrps(*memory_, all.subspan(0, data_pages), 0, p->len, 0, all.subspan(data_pages));
+    auto prps = BuildPrps(*memory_, data.subspan(0, data_pages), offset, p->len, 0, lists);
     if (!prps.ok()) {
-      memory_->FreePages(p->pages);
+      if (!p->pages.empty()) memory_->FreePages(p->pages);
       t->local_error = prps.status();
       break;
     }
@@ -186,14 +213,15 @@ void Device::StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t byte
     }
     Transfer::Chunk* raw = p.get();
     t->chunks.push_back(std::move(p));
+    (t->in_place ? zero_copy_commands_ : staged_commands_).fetch_add(1, std::memory_order_relaxed);
     driver_->Submit(e, [this, t, raw, page](const CompletionEntry& c) {
-      if (!t->write && c.status.ok()) {
+      if (!t->write && !t->in_place && c.status.ok()) {
         for (uint64_t off = 0; off < raw->len; off += page) {
           std::memcpy(raw->user + off, memory_->Translate(raw->pages[off / page], page),
                       std::min<uint64_t>(page, raw->len - off));
         }
       }
-      memory_->FreePages(raw->pages);  // data and list pages
+      if (!raw->pages.empty()) memory_->FreePages(raw->pages);  // staged data and list pages
       {
         std::lock_guard<std::mutex> lock(t->mu);
         if (!c.status.ok() && t->first_error.ok()) t->first_error = c.status;

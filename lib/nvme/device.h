@@ -1,10 +1,13 @@
 // Device: a simulated NVMe device as the store sees it, a byte-addressed-by-LBA namespace on
 // top of host memory, a controller and a driver. Every Read and Write is split into commands of
-// at most MDTS bytes; each command's data is staged in host-memory pages (the DMA buffers)
-// described by PRPs, and all commands of one call are in flight together.
+// at most MDTS bytes described by PRPs, and all commands of one call are in flight together.
+// A buffer registered in the device's DmaMap is transferred in place: the PRPs point at its own
+// pages (zero copy). Any other buffer is staged, a command at a time, through the device's pool
+// of host-memory pages (the DMA buffers).
 #ifndef ECD_LIB_NVME_DEVICE_H_
 #define ECD_LIB_NVME_DEVICE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "lib/nvme/controller.h"
+#include "lib/nvme/dma_map.h"
 #include "lib/nvme/driver.h"
 #include "lib/nvme/host_memory.h"
 
@@ -23,6 +27,15 @@ struct DeviceOptions {
   ControllerOptions controller;
   uint32_t page_size = 4096;              // host memory page size (CC.MPS)
   uint64_t host_memory_bytes = 8u << 20;  // DMA buffer pool; bounds memory per device
+  // Regions the controller may also transfer to and from (null: the pool only). Shared by the
+  // devices of one store, which registers its stripe buffers in it.
+  std::shared_ptr<DmaMap> dma_map;
+};
+
+// How a device's transfers moved their data, by command.
+struct TransferStats {
+  uint64_t zero_copy_commands = 0;  // PRPs pointed at the caller's registered buffer
+  uint64_t staged_commands = 0;     // data copied through the device's pool
 };
 
 // Thread safety: Read, Write and Flush may be called concurrently.
@@ -55,18 +68,25 @@ class Device {
   HostMemory& memory() { return *memory_; }
   Driver& driver() { return *driver_; }
   ControllerStats stats() const { return controller_->stats(); }
+  TransferStats transfer_stats() const;
 
  private:
-  Device(std::string path, std::unique_ptr<HostMemory> memory,
+  Device(std::string path, std::shared_ptr<DmaMap> dma, std::unique_ptr<HostMemory> memory,
          std::unique_ptr<Controller> controller);
   struct Transfer;
   void StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t bytes, Done done);
+  // True when [buf, buf + bytes) can be handed to the controller in place: registered, and
+  // aligned as PRP1 and the namespace's direct I/O need.
+  bool InPlace(const uint8_t* buf, uint64_t bytes) const;
 
   const std::string path_;
+  const std::shared_ptr<DmaMap> dma_;  // may be null; outlives the controller
   std::unique_ptr<HostMemory> memory_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<Driver> driver_;
   uint64_t chunk_bytes_;
+  std::atomic<uint64_t> zero_copy_commands_{0};
+  std::atomic<uint64_t> staged_commands_{0};
 };
 
 }  // namespace ecd::nvme

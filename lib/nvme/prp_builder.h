@@ -42,7 +42,8 @@ uint64_t ListPageCount(uint32_t page_size, uint32_t first_list_offset, uint64_t 
 // those are used and the caller keeps ownership. `first_list_offset` places the first list
 // inside its page (tests and debugging use it; the data path passes 0).
 //
-// REQUIRES: data_pages are page-aligned host addresses of `memory`.
+// REQUIRES: data_pages are page-aligned host addresses, of `memory` or of memory registered for
+// DMA (dma_map.h); only the list pages are written.
 // Errors: InvalidArgument if length is 0, offset is not dword aligned or not inside a page,
 // first_list_offset is not qword aligned or not inside a page, or data_pages holds fewer pages
 // than the transfer touches.

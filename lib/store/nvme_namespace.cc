@@ -95,6 +95,7 @@ class NvmeNamespace final : public Namespace {
 
   std::vector<std::pair<std::string, uint64_t>> Counters() const override {
     const nvme::ControllerStats s = device_->stats();
+    const nvme::TransferStats t = device_->transfer_stats();
     std::vector<std::pair<std::string, uint64_t>> c = {
         {"nvme_read_commands", s.reads},
         {"nvme_write_commands", s.writes},
@@ -111,6 +112,8 @@ class NvmeNamespace final : public Namespace {
         {"nvme_in_flight", s.in_flight},
         {"nvme_direct_io", s.direct ? 1u : 0u},
         {"nvme_fixed_buffers", s.fixed_buffers ? 1u : 0u},
+        {"nvme_zero_copy_commands", t.zero_copy_commands},
+        {"nvme_staged_commands", t.staged_commands},
     };
     for (const auto& [field, n] : s.errors) {
       const nvme::NvmeStatus st = nvme::NvmeStatus::FromField(field);

@@ -104,14 +104,17 @@ struct Store::Device {
       : record(std::move(r)), ns(std::move(n)), allocator(record.size_bytes / record.lba_size) {}
 };
 
-// One stripe of M+K blocks in aligned memory. Each block has `stride` bytes (its size rounded up
-// to whole LBAs, the unit of I/O); the checksum and the code cover the first block_size bytes.
+// One stripe of M+K blocks in aligned memory, registered for DMA so that the devices move its
+// blocks in place. Each block has `stride` bytes (its size rounded up to whole LBAs, the unit of
+// I/O); the checksum and the code cover the first block_size bytes.
 struct Store::StripeBuffer {
-  StripeBuffer(int blocks, uint64_t block_size, uint64_t stride)
+  StripeBuffer(int blocks, uint64_t block_size, uint64_t stride, nvme::DmaMap* dma)
       : block_size(block_size), stride(stride), memory(blocks * stride) {
     for (int i = 0; i < blocks; ++i) {
       views.emplace_back(memory.get() + i * stride, block_size);
     }
+    if (memory.get() != nullptr)
+      dma_registration = nvme::DmaRegistration(dma, memory.get(), blocks * stride);
   }
   absl::Span<uint8_t> block(int i) { return views[i]; }
   absl::Span<uint8_t> padded(int i) { return {views[i].data(), stride}; }
@@ -120,6 +123,7 @@ struct Store::StripeBuffer {
   const uint64_t stride;
   AlignedBuffer memory;
   std::vector<absl::Span<uint8_t>> views;
+  nvme::DmaRegistration dma_registration;  // ends before `memory` is unmapped
 };
 
 // The stripe buffers of one request and the budget they were reserved from; the buffers go
@@ -220,6 +224,7 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
                                                    " must be a positive multiple of the LBA size ",
                                                    options.lba_size));
   }
+  if (!options.nvme.dma_map) options.nvme.dma_map = std::make_shared<nvme::DmaMap>();
   if (!options.namespace_factory) options.namespace_factory = NvmeNamespaceFactory(options.nvme);
   std::unique_ptr<Store> store(new Store(std::move(options)));
   if (absl::Status s = store->Init(); !s.ok()) return s;
@@ -365,7 +370,8 @@ absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& 
   if (!reserved.ok()) return reserved.status();
   set.reservation = std::move(*reserved);
   for (int n : blocks) {
-    set.buffers.push_back(std::make_unique<StripeBuffer>(n, block_size, stride));
+    set.buffers.push_back(
+        std::make_unique<StripeBuffer>(n, block_size, stride, options_.nvme.dma_map.get()));
     if (set.buffers.back()->memory == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("out of memory for ", bytes, " bytes of stripe buffers"));

@@ -69,8 +69,10 @@ struct StoreOptions {
   // EC engine threads. Each encode keeps ec_workers + 1 stripes in memory, so that every
   // worker encodes a stripe while the oldest one is written.
   int ec_workers = 2;
-  bool ec_pin_workers = true;          // ec::EngineOptions::pin_workers.
-  nvme::DeviceOptions nvme;            // NVMe data path of every device (queue depth, ...).
+  bool ec_pin_workers = true;  // ec::EngineOptions::pin_workers.
+  // NVMe data path of every device (queue depth, ...). Stripe buffers are registered in
+  // nvme.dma_map (created when null), so devices opened with it move blocks in place.
+  nvme::DeviceOptions nvme;
   NamespaceFactory namespace_factory;  // Defaults to OpenNvmeNamespace with `nvme`.
   // Metrics hooks, each may be empty; called on the thread doing the work, so they must be
   // cheap and thread-safe. Every EC task with its kind and latency (ec::EngineOptions), and
