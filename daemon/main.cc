@@ -75,6 +75,7 @@ struct Flags {
   std::string log_level = "info";
   int ec_workers = 2;
   bool ec_pin_workers = true;
+  bool dma_arena = true;
   uint32_t nvme_queue_depth = 64;
   std::string nvme_host_memory = "8M";
   std::string nvme_page_size = "4K";
@@ -147,6 +148,11 @@ int Main(int argc, char** argv) {
                  "Memory of ecd's buffers: the devices' DMA pools plus every request's stripe "
                  "buffers, after a fixed 96M for gRPC, the catalog and code (e.g. 2G; 0 = no "
                  "limit). Requests wait for memory rather than fail (docs/limits.md)");
+  app.add_option("--dma-arena", f.dma_arena,
+                 "Map the stripe-memory budget at start as one DMA arena registered with every "
+                 "device's io_uring (fixed buffers, resident from the start; devices x the arena "
+                 "count against RLIMIT_MEMLOCK). false: map stripe buffers per request")
+      ->capture_default_str();
   app.add_option("--max-memory-waiters", f.max_memory_waiters,
                  "Requests that may wait for stripe memory at once; more are refused "
                  "(RESOURCE_EXHAUSTED)")
@@ -297,6 +303,7 @@ int Main(int argc, char** argv) {
   options.default_parity_blocks = f.parity_blocks;
   options.ec_workers = f.ec_workers;
   options.ec_pin_workers = f.ec_pin_workers;
+  options.dma_arena = f.dma_arena;
   options.max_name_length = limits.max_name_length;
   {
     absl::StatusOr<uint64_t> limit = ecd::ParseSize(f.memory_limit);

@@ -60,7 +60,16 @@ absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(
   UringOptions uo;
   uo.queue_depth = options.queue_entries;
   uo.direct = options.direct;
-  const std::vector<iovec> buffers = memory->FixedBuffers();
+  // The pool, then the host's fixed DMA regions, as fixed buffers of at most 1 GiB each.
+  std::vector<iovec> buffers = memory->FixedBuffers();
+  if (dma != nullptr) {
+    for (const iovec& r : dma->FixedRegions()) {
+      for (uint64_t off = 0; off < r.iov_len; off += kMaxFixedBufferBytes) {
+        buffers.push_back(iovec{static_cast<uint8_t*>(r.iov_base) + off,
+                                std::min<uint64_t>(kMaxFixedBufferBytes, r.iov_len - off)});
+      }
+    }
+  }
   auto uring = UringQueue::Open(path, buffers, uo);
   if (!uring.ok()) return uring.status();
   return std::unique_ptr<Controller>(new Controller(
@@ -242,6 +251,9 @@ ControllerStats Controller::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   ControllerStats s = stats_;
   s.fetch = fetcher_->stats();
+  const UringStats u = uring_->stats();
+  s.fixed_io_ops = u.fixed_rw;
+  s.plain_io_ops = u.plain_rw;
   return s;
 }
 

@@ -58,10 +58,12 @@ struct ControllerOptions {
 struct ControllerStats {
   uint64_t reads = 0, writes = 0, flushes = 0;
   uint64_t bytes_read = 0, bytes_written = 0;
-  uint64_t io_ops = 0;                  // io_uring operations after coalescing
-  uint64_t data_segments = 0;           // PRP data segments before coalescing
-  uint64_t prp_sets = 0;                // PRP list sets fetched (initial + refills)
-  PrpFetchManager::Stats fetch;         // fetches by buffer, refills, host reads
+  uint64_t io_ops = 0;           // io_uring operations after coalescing
+  uint64_t fixed_io_ops = 0;     // data pieces as READ_FIXED/WRITE_FIXED (pool, fixed regions)
+  uint64_t plain_io_ops = 0;     // data pieces as plain READ/WRITE (pages pinned per I/O)
+  uint64_t data_segments = 0;    // PRP data segments before coalescing
+  uint64_t prp_sets = 0;         // PRP list sets fetched (initial + refills)
+  PrpFetchManager::Stats fetch;  // fetches by buffer, refills, host reads
   std::map<uint16_t, uint64_t> errors;  // by NvmeStatus::Field()
   uint64_t in_flight = 0;
   bool direct = false;
@@ -71,7 +73,8 @@ struct ControllerStats {
 class Controller {
  public:
   // The namespace is `path` (must exist and hold lba_count * lba_size bytes). Host memory pages
-  // hold PRP lists and data; data may also lie in regions registered in `dma` (may be null).
+  // hold PRP lists and data; data may also lie in regions registered in `dma` (may be null),
+  // whose fixed regions are registered with io_uring beside the pool.
   // `memory` and `dma` must outlive the controller.
   static absl::StatusOr<std::unique_ptr<Controller>> Create(HostMemory* memory,
                                                             const std::string& path,

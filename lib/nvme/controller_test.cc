@@ -174,6 +174,28 @@ TEST(Device, RegisteredBuffersMoveInPlaceAtAnyPageSize) {
   }
 }
 
+TEST(Device, FixedRegionsMoveAsFixedBuffersOthersAsPlainIo) {
+  const std::string path = TempFile("fixed", kLbas * kLba, 0);
+  DeviceOptions o;
+  o.dma_map = std::make_shared<DmaMap>();
+  constexpr uint64_t kBuffer = 2 << 20;
+  MappedBuffer arena(kBuffer), other(kBuffer);
+  ASSERT_TRUE(o.dma_map->Register(arena.data(), kBuffer, /*fixed=*/true).ok());
+  auto dev = *Device::Open(path, kLba, kLbas, o);  // registers the arena with its ring
+  ASSERT_TRUE(dev->stats().fixed_buffers);
+  ASSERT_TRUE(o.dma_map->Register(other.data(), kBuffer).ok());  // after open: plain I/O
+  std::memset(arena.data(), 0x3C, kBuffer);
+  ASSERT_TRUE(dev->Write(8, absl::MakeSpan(arena.data(), kBuffer)).ok());
+  ASSERT_TRUE(dev->Read(8, absl::MakeSpan(other.data(), kBuffer)).ok());
+  EXPECT_EQ(0, std::memcmp(arena.data(), other.data(), kBuffer));
+  const ControllerStats s = dev->stats();
+  EXPECT_EQ(s.fixed_io_ops, 2u);  // two 1 MiB commands, each one contiguous run
+  EXPECT_EQ(s.plain_io_ops, 2u);
+  EXPECT_EQ(dev->transfer_stats().zero_copy_commands, 4u);
+  EXPECT_EQ(FileBytes(path, 8 * kLba, kBuffer), std::vector<uint8_t>(kBuffer, 0x3C));
+  std::filesystem::remove(path);
+}
+
 // Raw commands against a controller, to check statuses and that failed commands move nothing.
 class RawCommands : public ::testing::Test {
  protected:

@@ -8,7 +8,7 @@
 
 namespace ecd::nvme {
 
-absl::Status DmaMap::Register(const void* base, uint64_t len) {
+absl::Status DmaMap::Register(const void* base, uint64_t len, bool fixed) {
   const auto addr = reinterpret_cast<uint64_t>(base);
   if (len == 0 || addr % 4096 != 0 || addr + len < addr) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -20,12 +20,12 @@ absl::Status DmaMap::Register(const void* base, uint64_t len) {
   auto next = regions_.lower_bound(addr);
   const bool overlaps_next = next != regions_.end() && next->first < addr + len;
   const bool overlaps_prev =
-      next != regions_.begin() && std::prev(next)->first + std::prev(next)->second > addr;
+      next != regions_.begin() && std::prev(next)->first + std::prev(next)->second.len > addr;
   if (overlaps_next || overlaps_prev) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "cannot register %u bytes at %#x for DMA: they overlap a registered region", len, addr));
   }
-  regions_.emplace_hint(next, addr, len);
+  regions_.emplace_hint(next, addr, Region{len, fixed});
   return absl::OkStatus();
 }
 
@@ -42,13 +42,13 @@ bool DmaMap::Contains(uint64_t addr, uint64_t len) const {
   std::shared_lock lock(mu_);
   auto it = regions_.upper_bound(addr);
   if (it == regions_.begin()) return false;
-  --it;                                       // the last region starting at or before addr
-  uint64_t covered = it->first + it->second;  // end of the contiguous range so far
+  --it;                                           // the last region starting at or before addr
+  uint64_t covered = it->first + it->second.len;  // end of the contiguous range so far
   if (covered <= addr) return false;
   while (covered < addr + len) {
     ++it;
     if (it == regions_.end() || it->first != covered) return false;
-    covered += it->second;
+    covered += it->second.len;
   }
   return true;
 }
@@ -58,8 +58,17 @@ uint64_t DmaMap::regions() const {
   return regions_.size();
 }
 
-DmaRegistration::DmaRegistration(DmaMap* map, const void* base, uint64_t len) {
-  if (map != nullptr && map->Register(base, len).ok()) {
+std::vector<iovec> DmaMap::FixedRegions() const {
+  std::vector<iovec> out;
+  std::shared_lock lock(mu_);
+  for (const auto& [base, region] : regions_) {
+    if (region.fixed) out.push_back(iovec{reinterpret_cast<void*>(base), region.len});
+  }
+  return out;
+}
+
+DmaRegistration::DmaRegistration(DmaMap* map, const void* base, uint64_t len, bool fixed) {
+  if (map != nullptr && map->Register(base, len, fixed).ok()) {
     map_ = map;
     base_ = base;
   }

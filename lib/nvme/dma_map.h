@@ -6,12 +6,19 @@
 // are virtual addresses, as everywhere in this NVMe model. A controller that meets a data
 // pointer neither in its pool nor in a registered region fails the command with a Data
 // Transfer Error, as an IOMMU fault would. PRP lists always live in the device's pool.
+//
+// A region registered as fixed (a long-lived arena) is also registered with the io_uring of
+// every device opened after it, as fixed buffers, so its transfers skip the kernel's per-I/O
+// page pinning. Other regions move with plain READ/WRITE.
 #ifndef ECD_LIB_NVME_DMA_MAP_H_
 #define ECD_LIB_NVME_DMA_MAP_H_
+
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <map>
 #include <shared_mutex>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -27,7 +34,7 @@ class DmaMap {
   // Makes [base, base + len) transferable. REQUIRES: the memory stays valid until Unregister.
   // InvalidArgument when len is 0, base is not 4 KiB aligned or the range overlaps a region
   // already registered.
-  absl::Status Register(const void* base, uint64_t len);
+  absl::Status Register(const void* base, uint64_t len, bool fixed = false);
   // Removes the region registered at `base`. REQUIRES: no transfer uses it any more. NotFound
   // when no region starts there.
   absl::Status Unregister(const void* base);
@@ -36,10 +43,16 @@ class DmaMap {
   // count as one range). len > 0.
   bool Contains(uint64_t addr, uint64_t len) const;
   uint64_t regions() const;
+  // The regions registered as fixed, in address order, for io_uring buffer registration.
+  std::vector<iovec> FixedRegions() const;
 
  private:
+  struct Region {
+    uint64_t len;
+    bool fixed;
+  };
   mutable std::shared_mutex mu_;
-  std::map<uint64_t, uint64_t> regions_;  // base -> length; guarded by mu_
+  std::map<uint64_t, Region> regions_;  // by base address; guarded by mu_
 };
 
 // A registration that ends with its owner. Default-constructed or moved-from: nothing.
@@ -48,7 +61,7 @@ class DmaRegistration {
   DmaRegistration() = default;
   // Registers with `map` (may be null: nothing is registered). Failures are not reported: an
   // unregistered buffer still works, through the device's pool.
-  DmaRegistration(DmaMap* map, const void* base, uint64_t len);
+  DmaRegistration(DmaMap* map, const void* base, uint64_t len, bool fixed = false);
   ~DmaRegistration();
   DmaRegistration(DmaRegistration&& other) noexcept;
   DmaRegistration& operator=(DmaRegistration&& other) noexcept;

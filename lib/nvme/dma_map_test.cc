@@ -48,6 +48,20 @@ TEST(DmaMap, ContainsOnlyRegisteredBytes) {
   EXPECT_FALSE(map.Contains(~uint64_t{0}, 2));  // wraps
 }
 
+TEST(DmaMap, ListsTheFixedRegionsInAddressOrder) {
+  DmaMap map;
+  ASSERT_TRUE(map.Register(At(65536), 8192, /*fixed=*/true).ok());
+  ASSERT_TRUE(map.Register(At(0), 4096).ok());
+  ASSERT_TRUE(map.Register(At(8192), 4096, /*fixed=*/true).ok());
+  const std::vector<iovec> fixed = map.FixedRegions();
+  ASSERT_EQ(fixed.size(), 2u);
+  EXPECT_EQ(fixed[0].iov_base, At(8192));
+  EXPECT_EQ(fixed[0].iov_len, 4096u);
+  EXPECT_EQ(fixed[1].iov_base, At(65536));
+  EXPECT_EQ(fixed[1].iov_len, 8192u);
+  EXPECT_TRUE(map.Contains(kBase + 8192, 4096));  // fixed regions are registered memory too
+}
+
 TEST(DmaMap, UnregisterRemovesExactlyOneRegion) {
   DmaMap map;
   ASSERT_TRUE(map.Register(At(0), 4096).ok());

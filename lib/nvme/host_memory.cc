@@ -93,6 +93,21 @@ absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePages(uint64_t n) {
   return pages;
 }
 
+absl::StatusOr<uint64_t> HostMemory::AllocateRun(uint64_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (n > 0) {
+    for (auto it = free_runs_.begin(); it != free_runs_.end(); ++it) {
+      if (it->second >= n) {
+        std::vector<uint64_t> pages;
+        TakeFromRunLocked(it, n, &pages);
+        return pages.front();
+      }
+    }
+  }
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "host memory: no run of %u free pages (%u of %u pages free)", n, free_pages_, page_count_));
+}
+
 absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePagesWait(uint64_t n) {
   if (n == 0 || n > page_count_) {
     return absl::ResourceExhaustedError(absl::StrFormat(
@@ -105,29 +120,38 @@ absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePagesWait(uint64_t n) 
   return pages;
 }
 
+void HostMemory::GiveBackLocked(uint64_t index, uint64_t n) {
+  auto next = free_runs_.lower_bound(index);
+  uint64_t first = index;
+  uint64_t len = n;
+  if (next != free_runs_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == index) {
+      first = prev->first;
+      len += prev->second;
+      free_runs_.erase(prev);
+    }
+  }
+  if (next != free_runs_.end() && next->first == index + n) {
+    len += next->second;
+    free_runs_.erase(next);
+  }
+  free_runs_[first] = len;
+  free_pages_ += n;
+}
+
 void HostMemory::FreePages(absl::Span<const uint64_t> pages) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t addr : pages) {
-      const uint64_t index = (addr - base_address()) / page_size_;
-      auto next = free_runs_.lower_bound(index);
-      uint64_t first = index;
-      uint64_t len = 1;
-      if (next != free_runs_.begin()) {
-        auto prev = std::prev(next);
-        if (prev->first + prev->second == index) {
-          first = prev->first;
-          len += prev->second;
-          free_runs_.erase(prev);
-        }
-      }
-      if (next != free_runs_.end() && next->first == index + 1) {
-        len += next->second;
-        free_runs_.erase(next);
-      }
-      free_runs_[first] = len;
-    }
-    free_pages_ += pages.size();
+    for (uint64_t addr : pages) GiveBackLocked((addr - base_address()) / page_size_, 1);
+  }
+  freed_.notify_all();
+}
+
+void HostMemory::FreeRun(uint64_t first, uint64_t n) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    GiveBackLocked((first - base_address()) / page_size_, n);
   }
   freed_.notify_all();
 }

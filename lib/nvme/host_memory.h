@@ -53,8 +53,14 @@ class HostMemory {
   // As AllocatePages, but waits until n pages are free. Returns ResourceExhausted only when n
   // exceeds the whole arena.
   absl::StatusOr<std::vector<uint64_t>> AllocatePagesWait(uint64_t n);
-  // Returns pages obtained from AllocatePages. REQUIRES: each is an allocated page address.
+  // Allocates `n` contiguous pages and returns the address of the first, or ResourceExhausted
+  // at once when no free run is that long (whatever the free page count). n >= 1.
+  absl::StatusOr<uint64_t> AllocateRun(uint64_t n);
+  // Returns pages obtained from AllocatePages or AllocateRun. REQUIRES: each is an allocated
+  // page address.
   void FreePages(absl::Span<const uint64_t> pages);
+  // Returns the n pages starting at `first`, as AllocateRun gave them.
+  void FreeRun(uint64_t first, uint64_t n);
 
   // The DMA view: a pointer to [addr, addr + len) if the whole range lies in the arena, else
   // nullptr (which the controller reports as a Data Transfer Error).
@@ -72,6 +78,8 @@ class HostMemory {
   // Takes the first n pages of a free run. REQUIRES: mu_ held, n <= run length.
   void TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, uint64_t n,
                          std::vector<uint64_t>* out);
+  // Puts pages [index, index + n) back, merged with free neighbours. REQUIRES: mu_ held.
+  void GiveBackLocked(uint64_t index, uint64_t n);
 
   uint8_t* const mapping_;  // what mmap returned
   const uint64_t mapped_bytes_;

@@ -55,6 +55,25 @@ TEST(HostMemory, FreeMergesRuns) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(all[i], m->base_address() + i * 4096ULL);
 }
 
+TEST(HostMemory, RunsAreContiguousOrRefused) {
+  auto m = *HostMemory::Create(4096, 10);
+  const uint64_t base = m->base_address();
+  EXPECT_EQ(*m->AllocateRun(4), base);
+  EXPECT_EQ(*m->AllocateRun(3), base + 4 * 4096);
+  const uint64_t single = *m->AllocateRun(1);  // page 7; pages 8..9 stay free
+  m->FreeRun(base, 4);                         // free: 0..3, 8..9
+  EXPECT_EQ(m->free_pages(), 6u);
+  // Six pages are free, but no run of five: refused at once, nothing taken.
+  EXPECT_EQ(m->AllocateRun(5).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(m->AllocateRun(0).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(m->free_pages(), 6u);
+  EXPECT_EQ(*m->AllocateRun(2), base);  // first fit
+  m->FreeRun(base, 2);
+  m->FreeRun(base + 4 * 4096, 3);
+  m->FreePages({single});
+  EXPECT_EQ(*m->AllocateRun(10), base);  // every run merged back into one
+}
+
 TEST(HostMemory, TranslateChecksBounds) {
   auto m = *HostMemory::Create(4096, 2);
   const uint64_t base = m->base_address();

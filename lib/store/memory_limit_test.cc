@@ -1,5 +1,6 @@
 // Tests of the store's memory limit: requests wait for stripe memory instead of failing, a
-// stripe that can never fit is refused, and a limit too small for the devices is refused.
+// stripe that can never fit is refused, and a limit too small for the devices is refused. The
+// budget is a DMA arena whose runs the devices move as fixed buffers.
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -88,6 +89,55 @@ TEST_F(MemoryLimitTest, ASecondEncodeWaitsForTheFirstsMemoryThenBothAreStored) {
   EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
   EXPECT_GE(store_->memory_budget().waits(), 1u);
   EXPECT_EQ(store_->memory_budget().refusals(), 0u);
+}
+
+TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuffers) {
+  const Store::ArenaStats empty = store_->arena_stats();
+  EXPECT_EQ(empty.bytes, 5 * kStripe);  // the whole budget
+  EXPECT_EQ(empty.free_bytes, empty.bytes);
+  const std::vector<uint8_t> a = RandomBytes(200000, 3);
+  StallingSource stalling(a);
+  absl::StatusOr<ObjectRecord> encoded;
+  std::thread t([&] {
+    EncodeParams p;
+    p.name = "a";
+    encoded = store_->Encode(p, stalling);
+  });
+  stalling.WaitUntilStalled();
+  EXPECT_EQ(store_->arena_stats().free_bytes, 0u);  // its five stripes are the arena's runs
+  stalling.Release();
+  t.join();
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  EXPECT_EQ(*Get("a"), a);
+  const std::vector<uint8_t> b = RandomBytes(100000, 4);
+  ASSERT_TRUE(Put("b", b).ok());  // into runs that still hold bytes of "a": zeroed first
+  EXPECT_EQ(*Get("b"), b);
+  EXPECT_EQ(*Get("a"), a);
+  const Store::ArenaStats after = store_->arena_stats();
+  EXPECT_EQ(after.free_bytes, after.bytes);
+  EXPECT_EQ(after.fallbacks, 0u);
+  const std::vector<DeviceStatus> devices = *store_->ListDevices();
+  for (const DeviceStatus& d : devices) EXPECT_EQ(CounterSum({d}, "nvme_fixed_buffers"), 1u);
+  EXPECT_GE(CounterSum(devices, "nvme_zero_copy_commands"), 9u * 6 + 9u * 4);
+  EXPECT_GE(CounterSum(devices, "nvme_io_uring_fixed_ops"), 9u * 6 + 9u * 4);
+  EXPECT_EQ(CounterSum(devices, "nvme_io_uring_plain_ops"), 0u);
+  EXPECT_EQ(CounterSum(devices, "nvme_staged_commands"), 0u);
+}
+
+TEST_F(MemoryLimitTest, WithoutTheArenaStripeBuffersAreMappedPerRequest) {
+  tweak_ = [](StoreOptions& o) {
+    o.memory_limit = kPools + 5 * kStripe;
+    o.dma_arena = false;
+  };
+  Open();
+  EXPECT_EQ(store_->arena_stats().bytes, 0u);
+  const std::vector<uint8_t> a = RandomBytes(100000, 5);
+  ASSERT_TRUE(Put("a", a).ok());
+  EXPECT_EQ(*Get("a"), a);
+  const std::vector<DeviceStatus> devices = *store_->ListDevices();
+  EXPECT_GE(CounterSum(devices, "nvme_zero_copy_commands"), 5u * 6);
+  EXPECT_EQ(CounterSum(devices, "nvme_io_uring_fixed_ops"), 0u);
+  EXPECT_EQ(CounterSum(devices, "nvme_staged_commands"), 0u);
 }
 
 TEST_F(MemoryLimitTest, ReadsUpdatesAndRecoverWorkInsideTheLimit) {

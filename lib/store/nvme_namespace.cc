@@ -103,6 +103,8 @@ class NvmeNamespace final : public Namespace {
         {"nvme_bytes_read", s.bytes_read},
         {"nvme_bytes_written", s.bytes_written},
         {"nvme_io_uring_ops", s.io_ops},
+        {"nvme_io_uring_fixed_ops", s.fixed_io_ops},
+        {"nvme_io_uring_plain_ops", s.plain_io_ops},
         {"nvme_prp_data_segments", s.data_segments},
         {"nvme_prp_sets", s.prp_sets},
         {"nvme_prp_fetches_ping", s.fetch.fills_ping},

@@ -104,26 +104,65 @@ struct Store::Device {
       : record(std::move(r)), ns(std::move(n)), allocator(record.size_bytes / record.lba_size) {}
 };
 
-// One stripe of M+K blocks in aligned memory, registered for DMA so that the devices move its
-// blocks in place. Each block has `stride` bytes (its size rounded up to whole LBAs, the unit of
-// I/O); the checksum and the code cover the first block_size bytes.
+// The zeroed memory of one stripe buffer, which the devices move in place: a run of the
+// store's DMA arena when it has one that long (fixed buffers of every device), else memory
+// mapped for this buffer alone and registered for DMA while it lives (plain I/O).
+class Store::StripeMemory {
+ public:
+  // `arena` and `dma` may be null. get() is null when no memory could be had.
+  StripeMemory(nvme::HostMemory* arena, nvme::DmaMap* dma, uint64_t bytes) {
+    if (arena != nullptr) {
+      const uint64_t pages = (bytes + arena->page_size() - 1) / arena->page_size();
+      if (absl::StatusOr<uint64_t> run = arena->AllocateRun(pages); run.ok()) {
+        arena_ = arena;
+        run_pages_ = pages;
+        data_ = arena->Translate(*run, pages * arena->page_size());
+        std::memset(data_, 0, bytes);  // as fresh as mapped memory: no earlier request's bytes
+        return;
+      }
+    }
+    mapped_ = std::make_unique<AlignedBuffer>(bytes);
+    data_ = mapped_->get();
+    if (data_ != nullptr) registration_ = nvme::DmaRegistration(dma, data_, bytes);
+  }
+  ~StripeMemory() {
+    if (arena_ != nullptr) arena_->FreeRun(reinterpret_cast<uint64_t>(data_), run_pages_);
+  }
+  StripeMemory(const StripeMemory&) = delete;
+  StripeMemory& operator=(const StripeMemory&) = delete;
+
+  uint8_t* get() const { return data_; }
+  // True when it had to be mapped although the store has an arena.
+  bool fell_back(const nvme::HostMemory* arena) const {
+    return arena != nullptr && arena_ == nullptr;
+  }
+
+ private:
+  nvme::HostMemory* arena_ = nullptr;  // set when the memory is a run of it
+  uint64_t run_pages_ = 0;
+  uint8_t* data_ = nullptr;
+  std::unique_ptr<AlignedBuffer> mapped_;  // otherwise
+  nvme::DmaRegistration registration_;     // of mapped_; ends before it is unmapped
+};
+
+// One stripe of M+K blocks in memory the devices move in place. Each block has `stride` bytes
+// (its size rounded up to whole LBAs, the unit of I/O); the checksum and the code cover the
+// first block_size bytes.
 struct Store::StripeBuffer {
-  StripeBuffer(int blocks, uint64_t block_size, uint64_t stride, nvme::DmaMap* dma)
-      : block_size(block_size), stride(stride), memory(blocks * stride) {
+  StripeBuffer(int blocks, uint64_t block_size, uint64_t stride, nvme::HostMemory* arena,
+               nvme::DmaMap* dma)
+      : block_size(block_size), stride(stride), memory(arena, dma, blocks * stride) {
     for (int i = 0; i < blocks; ++i) {
       views.emplace_back(memory.get() + i * stride, block_size);
     }
-    if (memory.get() != nullptr)
-      dma_registration = nvme::DmaRegistration(dma, memory.get(), blocks * stride);
   }
   absl::Span<uint8_t> block(int i) { return views[i]; }
   absl::Span<uint8_t> padded(int i) { return {views[i].data(), stride}; }
 
   const uint64_t block_size;
   const uint64_t stride;
-  AlignedBuffer memory;
+  StripeMemory memory;
   std::vector<absl::Span<uint8_t>> views;
-  nvme::DmaRegistration dma_registration;  // ends before `memory` is unmapped
 };
 
 // The stripe buffers of one request and the budget they were reserved from; the buffers go
@@ -275,6 +314,38 @@ absl::Status Store::Init() {
     Log(LogLevel::kInfo, "catalog has %d devices; using all of them", records->size());
   }
 
+  // What the devices' DMA pools leave of the memory limit is for stripe buffers.
+  MemoryBudgetOptions budget;
+  budget.max_waiters = options_.memory_waiters;
+  budget.max_wait = options_.memory_wait;
+  if (options_.memory_limit > 0) {
+    const uint64_t pools = records->size() * options_.nvme.host_memory_bytes;
+    const uint64_t stride = LbasPerBlock(options_.default_block_size) * options_.lba_size;
+    const uint64_t least =
+        LeastStripeMemory(options_.default_data_blocks, options_.default_parity_blocks, stride);
+    if (options_.memory_limit < pools + least) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the memory limit of ", options_.memory_limit,
+                       " bytes does not hold the DMA pools of ", records->size(), " devices (",
+                       pools, " bytes) and what one request on a default stripe needs (", least,
+                       " bytes: two stripes and K blocks); raise --memory-limit, or lower "
+                       "--nvme-host-memory or --block-size"));
+    }
+    budget.limit_bytes = options_.memory_limit - pools;
+  }
+  budget_ = std::make_unique<MemoryBudget>(budget);
+  if (budget.limit_bytes > 0 && options_.dma_arena) {
+    // The budget as one arena registered before any device opens, so that each device
+    // registers it with its io_uring as fixed buffers.
+    absl::StatusOr<std::unique_ptr<nvme::HostMemory>> arena =
+        nvme::HostMemory::Create(nvme::kMinPageSize, budget.limit_bytes / nvme::kMinPageSize);
+    if (!arena.ok()) return arena.status();
+    arena_ = *std::move(arena);
+    arena_registration_ = nvme::DmaRegistration(options_.nvme.dma_map.get(),
+                                                reinterpret_cast<void*>(arena_->base_address()),
+                                                arena_->size_bytes(), /*fixed=*/true);
+  }
+
   for (DeviceRecord& r : *records) {
     if (r.lba_size != options_.lba_size) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -322,26 +393,6 @@ absl::Status Store::Init() {
         absl::StrCat("catalog is inconsistent: ", inconsistent.message()));
   }
 
-  // What the devices' DMA pools leave of the memory limit is for stripe buffers.
-  MemoryBudgetOptions budget;
-  budget.max_waiters = options_.memory_waiters;
-  budget.max_wait = options_.memory_wait;
-  if (options_.memory_limit > 0) {
-    const uint64_t pools = devices_.size() * options_.nvme.host_memory_bytes;
-    const uint64_t stride = LbasPerBlock(options_.default_block_size) * options_.lba_size;
-    const uint64_t least =
-        LeastStripeMemory(options_.default_data_blocks, options_.default_parity_blocks, stride);
-    if (options_.memory_limit < pools + least) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the memory limit of ", options_.memory_limit,
-                       " bytes does not hold the DMA pools of ", devices_.size(), " devices (",
-                       pools, " bytes) and what one request on a default stripe needs (", least,
-                       " bytes: two stripes and K blocks); raise --memory-limit, or lower "
-                       "--nvme-host-memory or --block-size"));
-    }
-    budget.limit_bytes = options_.memory_limit - pools;
-  }
-  budget_ = std::make_unique<MemoryBudget>(budget);
   return absl::OkStatus();
 }
 
@@ -360,6 +411,16 @@ absl::StatusOr<std::shared_ptr<const ec::Codec>> Store::CodecFor(ec::MatrixType 
   return *codec;
 }
 
+Store::ArenaStats Store::arena_stats() const {
+  ArenaStats s;
+  if (arena_ != nullptr) {
+    s.bytes = arena_->size_bytes();
+    s.free_bytes = arena_->free_pages() * arena_->page_size();
+  }
+  s.fallbacks = arena_fallbacks_.load();
+  return s;
+}
+
 absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& blocks,
                                                         uint64_t block_size, uint64_t extra) {
   const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
@@ -370,9 +431,10 @@ absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& 
   if (!reserved.ok()) return reserved.status();
   set.reservation = std::move(*reserved);
   for (int n : blocks) {
-    set.buffers.push_back(
-        std::make_unique<StripeBuffer>(n, block_size, stride, options_.nvme.dma_map.get()));
-    if (set.buffers.back()->memory == nullptr) {
+    set.buffers.push_back(std::make_unique<StripeBuffer>(n, block_size, stride, arena_.get(),
+                                                         options_.nvme.dma_map.get()));
+    if (set.buffers.back()->memory.fell_back(arena_.get())) arena_fallbacks_.fetch_add(1);
+    if (set.buffers.back()->memory.get() == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("out of memory for ", bytes, " bytes of stripe buffers"));
     }

@@ -15,6 +15,7 @@
 #ifndef ECD_LIB_STORE_STORE_H_
 #define ECD_LIB_STORE_STORE_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,8 @@
 #include "absl/types/span.h"
 #include "lib/ec/codec.h"
 #include "lib/ec/engine.h"
+#include "lib/nvme/dma_map.h"
+#include "lib/nvme/host_memory.h"
 #include "lib/store/catalog.h"
 #include "lib/store/extent_allocator.h"
 #include "lib/store/io_batch.h"
@@ -73,6 +76,12 @@ struct StoreOptions {
   // NVMe data path of every device (queue depth, ...). Stripe buffers are registered in
   // nvme.dma_map (created when null), so devices opened with it move blocks in place.
   nvme::DeviceOptions nvme;
+  // With a memory limit, the stripe-memory budget is one DMA arena, mapped at start and
+  // registered with every device's io_uring as fixed buffers (as SPDK reserves its DMA memory):
+  // stripe buffers are runs of it, moved without per-I/O page pinning, and the whole budget is
+  // resident from the start. false, or no memory limit: each request maps its own stripe
+  // buffers (resident only while used; the kernel pins their pages on every I/O).
+  bool dma_arena = true;
   NamespaceFactory namespace_factory;  // Defaults to OpenNvmeNamespace with `nvme`.
   // Metrics hooks, each may be empty; called on the thread doing the work, so they must be
   // cheap and thread-safe. Every EC task with its kind and latency (ec::EngineOptions), and
@@ -280,6 +289,14 @@ class Store {
   CatalogStats catalog_stats() const { return catalog_->stats(); }
   // The stripe buffers' budget (its limit, what is reserved and waiting), for metrics.
   const MemoryBudget& memory_budget() const { return *budget_; }
+  // The DMA arena (StoreOptions::dma_arena): its size and free bytes (0 and 0 without one), and
+  // the stripe buffers that found no run of it long enough and were mapped on their own.
+  struct ArenaStats {
+    uint64_t bytes = 0;
+    uint64_t free_bytes = 0;
+    uint64_t fallbacks = 0;
+  };
+  ArenaStats arena_stats() const;
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
 
   // Called after the store itself marks a device failing (suspect) because a flush on it
@@ -290,6 +307,7 @@ class Store {
  private:
   struct Device;
   class ObjectLocks;
+  class StripeMemory;
   struct StripeBuffer;
   struct StripeSet;
 
@@ -450,6 +468,11 @@ class Store {
                                       bool per_stripe, const std::function<bool()>& cancelled = {});
 
   const StoreOptions options_;
+  // The DMA arena, if any, and its registration: made by Init before any device opens; the
+  // last to go, after every device and stripe buffer.
+  std::unique_ptr<nvme::HostMemory> arena_;
+  nvme::DmaRegistration arena_registration_;
+  std::atomic<uint64_t> arena_fallbacks_{0};
   std::unique_ptr<ec::Engine> engine_;
   std::unique_ptr<MemoryBudget> budget_;  // Made by Init, once the devices are known.
   std::unique_ptr<Catalog> catalog_;

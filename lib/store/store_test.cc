@@ -45,17 +45,6 @@ TEST_F(StoreTest, RoundTripsEverySizeAndRange) {
   EXPECT_TRUE(absl::IsOutOfRange(Get("obj100000", 100001, 1).status()));
 }
 
-// Sums one named NVMe counter over all devices.
-uint64_t CounterSum(const std::vector<DeviceStatus>& devices, const std::string& name) {
-  uint64_t sum = 0;
-  for (const auto& d : devices) {
-    for (const auto& [n, v] : d.counters) {
-      if (n == name) sum += v;
-    }
-  }
-  return sum;
-}
-
 TEST_F(StoreTest, EveryBlockMovesAsNvmeCommandsInPlace) {
   auto before = *store_->ListDevices();
   const auto data = RandomBytes(10 * 16384, 9);  // 10 stripes of 4 + 2 blocks of 4 KiB
@@ -73,10 +62,15 @@ TEST_F(StoreTest, EveryBlockMovesAsNvmeCommandsInPlace) {
   EXPECT_GE(CounterSum(read, "nvme_bytes_read") - CounterSum(after, "nvme_bytes_read"), 40u * 4096);
   EXPECT_EQ(CounterSum(read, "nvme_in_flight"), 0u);
   // Stripe buffers are registered for DMA: every block moved in place, none through the pools.
-  EXPECT_GE(CounterSum(read, "nvme_zero_copy_commands") -
-                CounterSum(before, "nvme_zero_copy_commands"),
-            100u);
+  EXPECT_GE(
+      CounterSum(read, "nvme_zero_copy_commands") - CounterSum(before, "nvme_zero_copy_commands"),
+      100u);
   EXPECT_EQ(CounterSum(read, "nvme_staged_commands"), CounterSum(before, "nvme_staged_commands"));
+  // With no memory limit there is no DMA arena: the buffers are mapped per request, registered
+  // for DMA, and move as plain io_uring I/O (MemoryLimitTest covers the arena).
+  EXPECT_EQ(store_->arena_stats().bytes, 0u);
+  EXPECT_GE(CounterSum(read, "nvme_io_uring_plain_ops"), 100u);
+  EXPECT_EQ(CounterSum(read, "nvme_io_uring_fixed_ops"), 0u);
   for (const auto& d : read) {
     for (const auto& [n, v] : d.counters)
       EXPECT_EQ(n.rfind("nvme_errors", 0), std::string::npos) << n;

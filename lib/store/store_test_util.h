@@ -60,6 +60,17 @@ inline std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   return v;
 }
 
+// Sums one named NVMe counter over all devices.
+inline uint64_t CounterSum(const std::vector<DeviceStatus>& devices, const std::string& name) {
+  uint64_t sum = 0;
+  for (const auto& d : devices) {
+    for (const auto& [n, v] : d.counters) {
+      if (n == name) sum += v;
+    }
+  }
+  return sum;
+}
+
 // A fresh store of 8 devices of 16 MiB with 4 KiB blocks in a temporary directory per test,
 // with helpers to store, read and damage objects.
 class TempStoreTest : public ::testing::Test {

@@ -15,7 +15,7 @@
               case where it stays quiet.
   unit        deploy/ecd.service, deploy/ecd.sysusers.conf and deploy/ecd.conf agree: user ecd,
               data dir in StateDirectory, socket in RuntimeDirectory, the hardening settings,
-              LimitMEMLOCK >= devices x nvme-host-memory.
+              LimitMEMLOCK >= devices x (nvme-host-memory + DMA arena).
 
 Exits 1 and prints one line per problem when anything is wrong.
 """
@@ -449,11 +449,11 @@ def check_alert_tests(path, alerts):
 # --------------------------------------------------------------------------- unit
 
 def parse_size(text):
+    if str(text).strip().lower() == "infinity":
+        return float("inf")
     m = re.fullmatch(r"\s*(\d+)\s*([KMGT]?)i?B?\s*", str(text), re.I)
     if not m:
         return None
-    if text.strip().lower() == "infinity":
-        return float("inf")
     return int(m.group(1)) * 1024 ** "_KMGT".index(m.group(2).upper() or "_")
 
 
@@ -521,12 +521,20 @@ def check_unit(unit_path, sysusers_path, conf_path):
     memlock = parse_size(one("LimitMEMLOCK") or "")
     devices = int(conf.get("devices", "8"))
     host = parse_size(conf.get("nvme-host-memory", "8M"))
-    if memlock is None or host is None:
-        problem(where, f"LimitMEMLOCK={one('LimitMEMLOCK')!r} or nvme-host-memory unreadable")
-    elif memlock < devices * host:
-        problem(where, f"LimitMEMLOCK={one('LimitMEMLOCK')} is below devices x nvme-host-memory "
-                       f"= {devices} x {conf.get('nvme-host-memory')}: io_uring cannot register "
-                       "the DMA buffers")
+    limit = parse_size(conf.get("memory-limit", "512M"))
+    if memlock is None or host is None or limit is None:
+        problem(where, f"LimitMEMLOCK={one('LimitMEMLOCK')!r}, nvme-host-memory or memory-limit "
+                       "unreadable")
+    else:
+        # Each device registers its pool and, with dma-arena, the stripe budget (the memory
+        # limit less ecd's fixed 96M and the pools).
+        arena = 0
+        if conf.get("dma-arena", "true") != "false" and limit > 0:
+            arena = max(0, limit - (96 << 20) - devices * host)
+        if memlock < devices * (host + arena):
+            problem(where, f"LimitMEMLOCK={one('LimitMEMLOCK')} is below devices x "
+                           f"(nvme-host-memory + DMA arena) = {devices} x ({host} + {arena}): "
+                           "io_uring cannot register the DMA buffers")
 
     user = one("User")
     found = False

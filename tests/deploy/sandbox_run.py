@@ -297,9 +297,10 @@ def main():
         host = 1 << 20
         while host > 16384 and devices * host > memlock // 2:
             host //= 2
-        argv += ["--nvme-host-memory", str(host)]
+        # The DMA arena (the stripe budget) would not fit beside the pools either.
+        argv += ["--nvme-host-memory", str(host), "--dma-arena", "false"]
         memlock_note = (f" (this machine caps RLIMIT_MEMLOCK at {memlock} bytes, so "
-                        f"--nvme-host-memory {host})")
+                        f"--nvme-host-memory {host} --dma-arena false)")
         print(f"sandbox: note: cannot raise RLIMIT_MEMLOCK to {want}{memlock_note}")
     log_path = os.path.join(work, "ecd.log")
     log = open(log_path, "w")
