@@ -369,6 +369,18 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                   }
                   return out;
                 });
+  r.AddCallback(MetricType::kCounter, "ecd_nvme_transfers_total",
+                "NVMe data commands by how their data moved: in place from memory registered for "
+                "DMA (zero_copy) or copied through the device's pool (staged).",
+                {"device", "path"},
+                device_counters({{"zero_copy", "nvme_zero_copy_commands"},
+                                 {"staged", "nvme_staged_commands"}}));
+  r.AddCallback(MetricType::kCounter, "ecd_nvme_io_uring_ops_total",
+                "io_uring data operations by buffer: registered fixed buffers (fixed) or pages "
+                "the kernel pins per operation (plain).",
+                {"device", "buffer"},
+                device_counters({{"fixed", "nvme_io_uring_fixed_ops"},
+                                 {"plain", "nvme_io_uring_plain_ops"}}));
   r.AddCallback(
       MetricType::kCounter, "ecd_nvme_prp_fetches_total",
       "PRP list fetches by the controller's fetch manager, by buffer (ping, pong).",
@@ -410,6 +422,26 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       {}, [budget] {
         return std::vector<Sample>{{{}, static_cast<double>(budget->refusals())}};
       });
+
+  r.AddCallback(MetricType::kGauge, "ecd_dma_arena_bytes",
+                "Bytes of the DMA arena that holds the stripe buffers (0: no arena, "
+                "--dma-arena).",
+                {}, [store] {
+                  return std::vector<Sample>{
+                      {{}, static_cast<double>(store->arena_stats().bytes)}};
+                });
+  r.AddCallback(MetricType::kGauge, "ecd_dma_arena_free_bytes",
+                "Bytes of the DMA arena not held by a request's stripe buffers.", {}, [store] {
+                  return std::vector<Sample>{
+                      {{}, static_cast<double>(store->arena_stats().free_bytes)}};
+                });
+  r.AddCallback(MetricType::kCounter, "ecd_dma_arena_fallbacks_total",
+                "Stripe buffers mapped on their own because the DMA arena had no free run that "
+                "long (fragmentation); they move as plain I/O.",
+                {}, [store] {
+                  return std::vector<Sample>{
+                      {{}, static_cast<double>(store->arena_stats().fallbacks)}};
+                });
 
   // Catalog.
   r.AddCallback(
