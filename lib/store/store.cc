@@ -1,7 +1,6 @@
 // Store: encode, read, stat, delete and recover of erasure-coded objects on a set of devices.
 #include "lib/store/store.h"
 
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "lib/store/crc32c.h"
 #include "lib/store/object_name.h"
+#include "lib/store/stripe_memory.h"
 #include "lib/util/log.h"
 
 namespace ecd::store {
@@ -51,29 +51,6 @@ uint64_t LeastStripeMemory(uint64_t m, uint64_t k, uint64_t stride) {
   return (2 * (m + k) + k) * stride;
 }
 
-// Page-aligned, zeroed memory straight from the kernel, given back with munmap when freed, so
-// that stripe buffers never linger in malloc's arenas: the resident size follows the budget.
-// Populated at once: one call instead of a page fault per 4 KiB as the buffer is first filled.
-class AlignedBuffer {
- public:
-  explicit AlignedBuffer(size_t bytes) : bytes_(std::max<size_t>(bytes, 4096)) {
-    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    data_ = p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
-  }
-  ~AlignedBuffer() {
-    if (data_ != nullptr) ::munmap(data_, bytes_);
-  }
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  uint8_t* get() const { return data_; }
-  bool operator==(std::nullptr_t) const { return data_ == nullptr; }
-
- private:
-  size_t bytes_;
-  uint8_t* data_ = nullptr;
-};
-
 // The blocks of `stripe` by index (null where the catalog has none), taken from rows ordered
 // by stripe and index starting at `row`, which is advanced past them.
 std::vector<const BlockRecord*> TakeStripe(const std::vector<BlockRecord>& rows, size_t& row,
@@ -102,47 +79,6 @@ struct Store::Device {
 
   Device(DeviceRecord r, std::unique_ptr<Namespace> n)
       : record(std::move(r)), ns(std::move(n)), allocator(record.size_bytes / record.lba_size) {}
-};
-
-// The zeroed memory of one stripe buffer, which the devices move in place: a run of the
-// store's DMA arena when it has one that long (fixed buffers of every device), else memory
-// mapped for this buffer alone and registered for DMA while it lives (plain I/O).
-class Store::StripeMemory {
- public:
-  // `arena` and `dma` may be null. get() is null when no memory could be had.
-  StripeMemory(nvme::HostMemory* arena, nvme::DmaMap* dma, uint64_t bytes) {
-    if (arena != nullptr) {
-      const uint64_t pages = (bytes + arena->page_size() - 1) / arena->page_size();
-      if (absl::StatusOr<uint64_t> run = arena->AllocateRun(pages); run.ok()) {
-        arena_ = arena;
-        run_pages_ = pages;
-        data_ = arena->Translate(*run, pages * arena->page_size());
-        std::memset(data_, 0, bytes);  // as fresh as mapped memory: no earlier request's bytes
-        return;
-      }
-    }
-    mapped_ = std::make_unique<AlignedBuffer>(bytes);
-    data_ = mapped_->get();
-    if (data_ != nullptr) registration_ = nvme::DmaRegistration(dma, data_, bytes);
-  }
-  ~StripeMemory() {
-    if (arena_ != nullptr) arena_->FreeRun(reinterpret_cast<uint64_t>(data_), run_pages_);
-  }
-  StripeMemory(const StripeMemory&) = delete;
-  StripeMemory& operator=(const StripeMemory&) = delete;
-
-  uint8_t* get() const { return data_; }
-  // True when it had to be mapped although the store has an arena.
-  bool fell_back(const nvme::HostMemory* arena) const {
-    return arena != nullptr && arena_ == nullptr;
-  }
-
- private:
-  nvme::HostMemory* arena_ = nullptr;  // set when the memory is a run of it
-  uint64_t run_pages_ = 0;
-  uint8_t* data_ = nullptr;
-  std::unique_ptr<AlignedBuffer> mapped_;  // otherwise
-  nvme::DmaRegistration registration_;     // of mapped_; ends before it is unmapped
 };
 
 // One stripe of M+K blocks in memory the devices move in place. Each block has `stride` bytes
@@ -433,7 +369,7 @@ absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& 
   for (int n : blocks) {
     set.buffers.push_back(std::make_unique<StripeBuffer>(n, block_size, stride, arena_.get(),
                                                          options_.nvme.dma_map.get()));
-    if (set.buffers.back()->memory.fell_back(arena_.get())) arena_fallbacks_.fetch_add(1);
+    if (arena_ != nullptr && !set.buffers.back()->memory.in_arena()) arena_fallbacks_.fetch_add(1);
     if (set.buffers.back()->memory.get() == nullptr) {
       return absl::ResourceExhaustedError(
           absl::StrCat("out of memory for ", bytes, " bytes of stripe buffers"));

@@ -307,7 +307,6 @@ class Store {
  private:
   struct Device;
   class ObjectLocks;
-  class StripeMemory;
   struct StripeBuffer;
   struct StripeSet;
 
