@@ -75,7 +75,7 @@ struct Flags {
   std::string log_level = "info";
   int ec_workers = 2;
   bool ec_pin_workers = true;
-  bool dma_arena = true;
+  std::string dma_arena = "512M";
   uint32_t nvme_queue_depth = 64;
   std::string nvme_host_memory = "8M";
   std::string nvme_page_size = "4K";
@@ -149,9 +149,10 @@ int Main(int argc, char** argv) {
                  "buffers, after a fixed 96M for gRPC, the catalog and code (e.g. 2G; 0 = no "
                  "limit). Requests wait for memory rather than fail (docs/limits.md)");
   app.add_option("--dma-arena", f.dma_arena,
-                 "Map the stripe-memory budget at start as one DMA arena registered with every "
-                 "device's io_uring (fixed buffers, resident from the start; devices x the arena "
-                 "count against RLIMIT_MEMLOCK). false: map stripe buffers per request")
+                 "Up to this much of the stripe-memory budget is one DMA arena, mapped at start "
+                 "and registered with every device's io_uring (fixed buffers, resident from the "
+                 "start; devices x the arena count against RLIMIT_MEMLOCK); stripe buffers beyond "
+                 "it are mapped per request. 0: no arena")
       ->capture_default_str();
   app.add_option("--max-memory-waiters", f.max_memory_waiters,
                  "Requests that may wait for stripe memory at once; more are refused "
@@ -303,7 +304,9 @@ int Main(int argc, char** argv) {
   options.default_parity_blocks = f.parity_blocks;
   options.ec_workers = f.ec_workers;
   options.ec_pin_workers = f.ec_pin_workers;
-  options.dma_arena = f.dma_arena;
+  absl::StatusOr<uint64_t> dma_arena = ecd::ParseSize(f.dma_arena);
+  if (!dma_arena.ok()) return Fail(absl::StrCat("--dma-arena: ", dma_arena.status().message()));
+  options.dma_arena_bytes = *dma_arena;
   options.max_name_length = limits.max_name_length;
   {
     absl::StatusOr<uint64_t> limit = ecd::ParseSize(f.memory_limit);

@@ -127,7 +127,7 @@ TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuff
 TEST_F(MemoryLimitTest, WithoutTheArenaStripeBuffersAreMappedPerRequest) {
   tweak_ = [](StoreOptions& o) {
     o.memory_limit = kPools + 5 * kStripe;
-    o.dma_arena = false;
+    o.dma_arena_bytes = 0;
   };
   Open();
   EXPECT_EQ(store_->arena_stats().bytes, 0u);
@@ -137,6 +137,25 @@ TEST_F(MemoryLimitTest, WithoutTheArenaStripeBuffersAreMappedPerRequest) {
   const std::vector<DeviceStatus> devices = *store_->ListDevices();
   EXPECT_GE(CounterSum(devices, "nvme_zero_copy_commands"), 5u * 6);
   EXPECT_EQ(CounterSum(devices, "nvme_io_uring_fixed_ops"), 0u);
+  EXPECT_EQ(CounterSum(devices, "nvme_staged_commands"), 0u);
+}
+
+TEST_F(MemoryLimitTest, StripeBuffersBeyondASmallerArenaAreMappedAndCounted) {
+  tweak_ = [](StoreOptions& o) {
+    o.memory_limit = kPools + 5 * kStripe;
+    o.dma_arena_bytes = 2 * kStripe;
+  };
+  Open();
+  EXPECT_EQ(store_->arena_stats().bytes, 2 * kStripe);
+  const std::vector<uint8_t> a = RandomBytes(200000, 6);
+  ASSERT_TRUE(Put("a", a).ok());  // five stripes: two in the arena, three mapped
+  EXPECT_EQ(store_->arena_stats().fallbacks, 3u);
+  EXPECT_EQ(*Get("a"), a);  // three stripes: two in the arena, one mapped
+  EXPECT_EQ(store_->arena_stats().fallbacks, 4u);
+  EXPECT_EQ(store_->arena_stats().free_bytes, 2 * kStripe);
+  const std::vector<DeviceStatus> devices = *store_->ListDevices();
+  EXPECT_GT(CounterSum(devices, "nvme_io_uring_fixed_ops"), 0u);
+  EXPECT_GT(CounterSum(devices, "nvme_io_uring_plain_ops"), 0u);
   EXPECT_EQ(CounterSum(devices, "nvme_staged_commands"), 0u);
 }
 

@@ -270,11 +270,13 @@ absl::Status Store::Init() {
     budget.limit_bytes = options_.memory_limit - pools;
   }
   budget_ = std::make_unique<MemoryBudget>(budget);
-  if (budget.limit_bytes > 0 && options_.dma_arena) {
-    // The budget as one arena registered before any device opens, so that each device
-    // registers it with its io_uring as fixed buffers.
+  if (const uint64_t arena_pages =
+          std::min(budget.limit_bytes, options_.dma_arena_bytes) / nvme::kMinPageSize;
+      arena_pages > 0) {
+    // The budget (or its first dma_arena_bytes) as one arena registered before any device
+    // opens, so that each device registers it with its io_uring as fixed buffers.
     absl::StatusOr<std::unique_ptr<nvme::HostMemory>> arena =
-        nvme::HostMemory::Create(nvme::kMinPageSize, budget.limit_bytes / nvme::kMinPageSize);
+        nvme::HostMemory::Create(nvme::kMinPageSize, arena_pages);
     if (!arena.ok()) return arena.status();
     arena_ = *std::move(arena);
     arena_registration_ = nvme::DmaRegistration(options_.nvme.dma_map.get(),

@@ -526,11 +526,12 @@ def check_unit(unit_path, sysusers_path, conf_path):
         problem(where, f"LimitMEMLOCK={one('LimitMEMLOCK')!r}, nvme-host-memory or memory-limit "
                        "unreadable")
     else:
-        # Each device registers its pool and, with dma-arena, the stripe budget (the memory
-        # limit less ecd's fixed 96M and the pools).
+        # Each device registers its pool and the DMA arena: dma-arena bytes at most of the
+        # stripe budget (the memory limit less ecd's fixed 96M and the pools).
         arena = 0
-        if conf.get("dma-arena", "true") != "false" and limit > 0:
-            arena = max(0, limit - (96 << 20) - devices * host)
+        if limit > 0:
+            arena = min(parse_size(conf.get("dma-arena", "512M")) or 0,
+                        max(0, limit - (96 << 20) - devices * host))
         if memlock < devices * (host + arena):
             problem(where, f"LimitMEMLOCK={one('LimitMEMLOCK')} is below devices x "
                            f"(nvme-host-memory + DMA arena) = {devices} x ({host} + {arena}): "

@@ -298,9 +298,9 @@ def main():
         while host > 16384 and devices * host > memlock // 2:
             host //= 2
         # The DMA arena (the stripe budget) would not fit beside the pools either.
-        argv += ["--nvme-host-memory", str(host), "--dma-arena", "false"]
+        argv += ["--nvme-host-memory", str(host), "--dma-arena", "0"]
         memlock_note = (f" (this machine caps RLIMIT_MEMLOCK at {memlock} bytes, so "
-                        f"--nvme-host-memory {host} --dma-arena false)")
+                        f"--nvme-host-memory {host} --dma-arena 0)")
         print(f"sandbox: note: cannot raise RLIMIT_MEMLOCK to {want}{memlock_note}")
     log_path = os.path.join(work, "ecd.log")
     log = open(log_path, "w")
