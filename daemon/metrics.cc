@@ -370,8 +370,8 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                   return out;
                 });
   r.AddCallback(MetricType::kCounter, "ecd_nvme_transfers_total",
-                "NVMe data commands by how their data moved: in place from memory registered for "
-                "DMA (zero_copy) or copied through the device's pool (staged).",
+                "NVMe data commands by how their data moved: in place from the DMA arena "
+                "(zero_copy) or copied through the device's pool (staged).",
                 {"device", "path"},
                 device_counters({{"zero_copy", "nvme_zero_copy_commands"},
                                  {"staged", "nvme_staged_commands"}}));
@@ -437,7 +437,7 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                 });
   r.AddCallback(MetricType::kCounter, "ecd_dma_arena_fallbacks_total",
                 "Stripe buffers mapped on their own because the DMA arena had no free run that "
-                "long (fragmentation); they move as plain I/O.",
+                "long (a budget larger than --dma-arena, or fragmentation); they are staged.",
                 {}, [store] {
                   return std::vector<Sample>{
                       {{}, static_cast<double>(store->arena_stats().fallbacks)}};

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "lib/nvme/prp_walker.h"
+#include "lib/util/log.h"
 
 namespace ecd::nvme {
 namespace {
@@ -62,16 +63,33 @@ absl::StatusOr<std::unique_ptr<Controller>> Controller::Create(
   uo.direct = options.direct;
   // The pool, then the host's fixed DMA regions, as fixed buffers of at most 1 GiB each.
   std::vector<iovec> buffers = memory->FixedBuffers();
+  const size_t pool_buffers = buffers.size();
   if (dma != nullptr) {
     for (const iovec& r : dma->FixedRegions()) {
-      for (uint64_t off = 0; off < r.iov_len; off += kMaxFixedBufferBytes) {
-        buffers.push_back(iovec{static_cast<uint8_t*>(r.iov_base) + off,
-                                std::min<uint64_t>(kMaxFixedBufferBytes, r.iov_len - off)});
-      }
+      AppendFixedBuffers(static_cast<uint8_t*>(r.iov_base), r.iov_len, &buffers);
     }
   }
   auto uring = UringQueue::Open(path, buffers, uo);
   if (!uring.ok()) return uring.status();
+  if (!(*uring)->fixed_buffers() && buffers.size() > pool_buffers) {
+    // Most likely RLIMIT_MEMLOCK: each device is charged for the shared regions again. Keep at
+    // least the pool fixed; the regions' data then moves as plain I/O.
+    Log(LogLevel::kWarning,
+        "%s: io_uring refused the DMA arena as fixed buffers (%s); its blocks move as plain "
+        "I/O, which is slower: raise RLIMIT_MEMLOCK to devices x (--dma-arena + "
+        "--nvme-host-memory), or lower --dma-arena (docs/operations.md)",
+        path, (*uring)->buffer_registration_status().message());
+    buffers.resize(pool_buffers);
+    uring->reset();  // one ring at a time
+    uring = UringQueue::Open(path, buffers, uo);
+    if (!uring.ok()) return uring.status();
+  }
+  if (!(*uring)->fixed_buffers()) {
+    Log(LogLevel::kWarning,
+        "%s: io_uring refused the DMA pool as fixed buffers (%s); I/O is slower: raise "
+        "RLIMIT_MEMLOCK (docs/operations.md)",
+        path, (*uring)->buffer_registration_status().message());
+  }
   return std::unique_ptr<Controller>(new Controller(
       memory, dma, *std::move(uring), *std::move(fetcher), lba_size, lba_count, options));
 }
@@ -248,10 +266,11 @@ void Controller::Post(const std::vector<std::pair<uint16_t, NvmeStatus>>& done) 
 }
 
 ControllerStats Controller::stats() const {
+  // The ring's lock is held across io_uring_submit: never take it under mu_.
+  const UringStats u = uring_->stats();
   std::lock_guard<std::mutex> lock(mu_);
   ControllerStats s = stats_;
   s.fetch = fetcher_->stats();
-  const UringStats u = uring_->stats();
   s.fixed_io_ops = u.fixed_rw;
   s.plain_io_ops = u.plain_rw;
   return s;

@@ -5,8 +5,9 @@
 // controller validates it (opcode, namespace, LBA range, MDTS in units of the 4 KiB minimum page
 // size), resolves its PRPs through the PG329-style fetch manager (prp_walker.h), and only when
 // all of that succeeds moves data: contiguous host pages are coalesced and each run becomes one
-// io_uring READ_FIXED/WRITE_FIXED straight into or out of host memory (plain READ/WRITE for
-// regions the host registered in its DmaMap); Flush becomes an fsync.
+// io_uring READ_FIXED/WRITE_FIXED straight into or out of host memory: the pool and the fixed
+// regions of the host's DmaMap (plain READ/WRITE for its other regions, or when the kernel
+// refused the fixed buffers); Flush becomes an fsync.
 // Kernel errors and short transfers become NVMe statuses. Completions are posted to the
 // completion queue with the phase tag, and the host's interrupt handler is called.
 //

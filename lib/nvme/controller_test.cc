@@ -196,6 +196,27 @@ TEST(Device, FixedRegionsMoveAsFixedBuffersOthersAsPlainIo) {
   std::filesystem::remove(path);
 }
 
+TEST(Device, InPlaceCommandsAreBoundByMdtsNotByTheSmallestPool) {
+  const std::string path = TempFile("smallpool", kLbas * kLba, 0);
+  DeviceOptions o;
+  o.host_memory_bytes = 16 << 10;  // four pages: staged commands of at most 8 KiB
+  o.dma_map = std::make_shared<DmaMap>();
+  auto dev = *Device::Open(path, kLba, kLbas, o);
+  constexpr uint64_t kBuffer = 2 << 20;
+  MappedBuffer registered(kBuffer);
+  std::vector<uint8_t> staged(kBuffer, 0x21);
+  DmaRegistration reg(o.dma_map.get(), registered.data(), kBuffer);
+  std::memset(registered.data(), 0x12, kBuffer);
+  ASSERT_TRUE(dev->Write(0, absl::MakeSpan(registered.data(), kBuffer)).ok());
+  EXPECT_EQ(dev->stats().writes, 2u);  // two 1 MiB (MDTS) commands, each with one list page
+  ASSERT_TRUE(dev->Write(kBuffer / kLba, staged).ok());
+  EXPECT_EQ(dev->stats().writes, 2u + kBuffer / (8 << 10));
+  EXPECT_EQ(FileBytes(path, 0, kBuffer), std::vector<uint8_t>(kBuffer, 0x12));
+  EXPECT_EQ(FileBytes(path, kBuffer, kBuffer), staged);
+  EXPECT_EQ(dev->memory().free_pages(), 4u);
+  std::filesystem::remove(path);
+}
+
 // Raw commands against a controller, to check statuses and that failed commands move nothing.
 class RawCommands : public ::testing::Test {
  protected:

@@ -37,12 +37,14 @@ Device::Device(std::string path, std::shared_ptr<DmaMap> dma, std::unique_ptr<Ho
       memory_(std::move(memory)),
       controller_(std::move(controller)),
       driver_(std::make_unique<Driver>(controller_.get())) {
-  const uint64_t mdts = controller_->max_transfer_bytes();
-  // Half the pool per command at most, so two commands can always be staged at once.
-  uint64_t chunk = memory_->size_bytes() / 2;
-  chunk = std::min(chunk, mdts);
-  chunk -= chunk % lba_size();
-  chunk_bytes_ = std::min<uint64_t>(chunk, uint64_t{lba_size()} << 16);  // NLB is 16 bits
+  // At most MDTS and 2^16 LBAs (NLB is 16 bits) per command. A staged command also takes at
+  // most half the pool, so two can always be staged at once; one in place takes only its PRP
+  // list pages from the pool (at most 3 of the 4 a pool has at least).
+  uint64_t limit =
+      std::min<uint64_t>(controller_->max_transfer_bytes(), uint64_t{lba_size()} << 16);
+  limit -= limit % lba_size();
+  in_place_chunk_bytes_ = limit;
+  chunk_bytes_ = std::min(limit, memory_->size_bytes() / 2 / lba_size() * lba_size());
 }
 
 Device::~Device() {
@@ -163,10 +165,11 @@ void Device::StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t byte
   t->done = std::move(done);
   t->in_place = InPlace(buf, bytes);
   std::vector<uint64_t> user_pages;  // in place: the pages of one chunk of the caller's buffer
-  for (uint64_t at = 0; at < bytes; at += chunk_bytes_) {
+  const uint64_t chunk_bytes = t->in_place ? in_place_chunk_bytes_ : chunk_bytes_;
+  for (uint64_t at = 0; at < bytes; at += chunk_bytes) {
     auto p = std::make_unique<Transfer::Chunk>();
     p->user = buf + at;
-    p->len = std::min(chunk_bytes_, bytes - at);
+    p->len = std::min(chunk_bytes, bytes - at);
     const auto user_addr = reinterpret_cast<uint64_t>(p->user);
     const uint32_t offset = t->in_place ? static_cast<uint32_t>(user_addr % page) : 0;
     const uint64_t data_pages = DataPageCount(page, offset, p->len);

@@ -84,7 +84,8 @@ class Device {
   std::unique_ptr<HostMemory> memory_;
   std::unique_ptr<Controller> controller_;
   std::unique_ptr<Driver> driver_;
-  uint64_t chunk_bytes_;
+  uint64_t chunk_bytes_;           // largest staged command
+  uint64_t in_place_chunk_bytes_;  // largest command in place
   std::atomic<uint64_t> zero_copy_commands_{0};
   std::atomic<uint64_t> staged_commands_{0};
 };

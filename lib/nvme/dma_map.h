@@ -10,6 +10,10 @@
 // A region registered as fixed (a long-lived arena) is also registered with the io_uring of
 // every device opened after it, as fixed buffers, so its transfers skip the kernel's per-I/O
 // page pinning. Other regions move with plain READ/WRITE.
+//
+// The granularity is the region, not its owner's allocations: a PRP into a run of an arena that
+// was freed and handed to another request still translates, where a real IOMMU mapping per
+// buffer would fault. Adjacent regions count as one range.
 #ifndef ECD_LIB_NVME_DMA_MAP_H_
 #define ECD_LIB_NVME_DMA_MAP_H_
 

@@ -60,7 +60,9 @@ void HostMemory::TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, u
   const uint64_t left = run->second - n;
   free_runs_.erase(run);
   if (left > 0) free_runs_[first + n] = left;
-  for (uint64_t i = 0; i < n; ++i) out->push_back(base_address() + (first + i) * page_size_);
+  if (out != nullptr) {
+    for (uint64_t i = 0; i < n; ++i) out->push_back(base_address() + (first + i) * page_size_);
+  }
   free_pages_ -= n;
 }
 
@@ -98,9 +100,9 @@ absl::StatusOr<uint64_t> HostMemory::AllocateRun(uint64_t n) {
   if (n > 0) {
     for (auto it = free_runs_.begin(); it != free_runs_.end(); ++it) {
       if (it->second >= n) {
-        std::vector<uint64_t> pages;
-        TakeFromRunLocked(it, n, &pages);
-        return pages.front();
+        const uint64_t first = it->first;
+        TakeFromRunLocked(it, n, nullptr);
+        return base_address() + first * page_size_;
       }
     }
   }
@@ -169,11 +171,15 @@ bool HostMemory::Read(uint64_t addr, void* dst, uint64_t len) const {
   return true;
 }
 
+void AppendFixedBuffers(uint8_t* base, uint64_t len, std::vector<iovec>* out) {
+  for (uint64_t off = 0; off < len; off += kMaxFixedBufferBytes) {
+    out->push_back(iovec{base + off, std::min(kMaxFixedBufferBytes, len - off)});
+  }
+}
+
 std::vector<iovec> HostMemory::FixedBuffers() const {
   std::vector<iovec> out;
-  for (uint64_t off = 0; off < size_bytes(); off += kMaxFixedBufferBytes) {
-    out.push_back(iovec{base_ + off, std::min(kMaxFixedBufferBytes, size_bytes() - off)});
-  }
+  AppendFixedBuffers(base_, size_bytes(), &out);
   return out;
 }
 

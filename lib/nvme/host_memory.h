@@ -29,6 +29,10 @@ namespace ecd::nvme {
 // Largest region registered with io_uring as one fixed buffer (the kernel limit is 1 GiB).
 inline constexpr uint64_t kMaxFixedBufferBytes = uint64_t{1} << 30;
 
+// [base, base + len) as io_uring fixed buffers: consecutive regions of at most
+// kMaxFixedBufferBytes, appended to `out`.
+void AppendFixedBuffers(uint8_t* base, uint64_t len, std::vector<iovec>* out);
+
 // Thread safety: all methods are safe to call concurrently.
 class HostMemory {
  public:
@@ -75,7 +79,8 @@ class HostMemory {
   HostMemory(uint8_t* mapping, uint64_t mapped_bytes, uint8_t* base, uint32_t page_size,
              uint64_t page_count);
   bool TakeLocked(uint64_t n, std::vector<uint64_t>* out);
-  // Takes the first n pages of a free run. REQUIRES: mu_ held, n <= run length.
+  // Takes the first n pages of a free run, appending their addresses to `out` unless it is
+  // null. REQUIRES: mu_ held, n <= run length.
   void TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, uint64_t n,
                          std::vector<uint64_t>* out);
   // Puts pages [index, index + n) back, merged with free neighbours. REQUIRES: mu_ held.

@@ -44,11 +44,17 @@ absl::Status LookupError(absl::Status status, absl::string_view name, size_t max
   return rule.ok() ? status : rule;
 }
 
+// A stripe buffer's bytes as the budget counts them: whole pages, as the DMA arena hands them
+// out, so that the budget never promises more than the arena holds.
+uint64_t RoundUpToPage(uint64_t bytes) {
+  return (bytes + nvme::kMinPageSize - 1) / nvme::kMinPageSize * nvme::kMinPageSize;
+}
+
 // The stripe memory the most demanding single request on an object of M+K blocks of `stride`
 // bytes needs at least: an update's two stripes, or a recover's two stripes plus the K blocks
 // it verifies parity with. An object must never be stored if it could not be repaired.
 uint64_t LeastStripeMemory(uint64_t m, uint64_t k, uint64_t stride) {
-  return (2 * (m + k) + k) * stride;
+  return 2 * RoundUpToPage((m + k) * stride) + RoundUpToPage(k * stride);
 }
 
 // The blocks of `stripe` by index (null where the catalog has none), taken from rows ordered
@@ -81,13 +87,12 @@ struct Store::Device {
       : record(std::move(r)), ns(std::move(n)), allocator(record.size_bytes / record.lba_size) {}
 };
 
-// One stripe of M+K blocks in memory the devices move in place. Each block has `stride` bytes
+// One stripe of M+K blocks (in the DMA arena where it can be). Each block has `stride` bytes
 // (its size rounded up to whole LBAs, the unit of I/O); the checksum and the code cover the
 // first block_size bytes.
 struct Store::StripeBuffer {
-  StripeBuffer(int blocks, uint64_t block_size, uint64_t stride, nvme::HostMemory* arena,
-               nvme::DmaMap* dma)
-      : block_size(block_size), stride(stride), memory(arena, dma, blocks * stride) {
+  StripeBuffer(int blocks, uint64_t block_size, uint64_t stride, nvme::HostMemory* arena)
+      : block_size(block_size), stride(stride), memory(arena, blocks * stride) {
     for (int i = 0; i < blocks; ++i) {
       views.emplace_back(memory.get() + i * stride, block_size);
     }
@@ -277,11 +282,22 @@ absl::Status Store::Init() {
     // opens, so that each device registers it with its io_uring as fixed buffers.
     absl::StatusOr<std::unique_ptr<nvme::HostMemory>> arena =
         nvme::HostMemory::Create(nvme::kMinPageSize, arena_pages);
-    if (!arena.ok()) return arena.status();
-    arena_ = *std::move(arena);
-    arena_registration_ = nvme::DmaRegistration(options_.nvme.dma_map.get(),
-                                                reinterpret_cast<void*>(arena_->base_address()),
-                                                arena_->size_bytes(), /*fixed=*/true);
+    if (arena.ok()) {
+      arena_ = *std::move(arena);
+      arena_registration_ = nvme::DmaRegistration(options_.nvme.dma_map.get(),
+                                                  reinterpret_cast<void*>(arena_->base_address()),
+                                                  arena_->size_bytes(), /*fixed=*/true);
+      if (!arena_registration_.registered()) {
+        Log(LogLevel::kWarning,
+            "the DMA arena could not be registered for DMA: stripe buffers are copied through "
+            "the devices' pools");
+      }
+    } else {
+      Log(LogLevel::kWarning,
+          "no DMA arena (%s): stripe buffers are mapped per request and copied through the "
+          "devices' pools, which is slower; lower --dma-arena",
+          arena.status().message());
+    }
   }
 
   for (DeviceRecord& r : *records) {
@@ -363,14 +379,13 @@ absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& 
                                                         uint64_t block_size, uint64_t extra) {
   const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
   uint64_t bytes = extra;
-  for (int n : blocks) bytes += static_cast<uint64_t>(n) * stride;
+  for (int n : blocks) bytes += RoundUpToPage(static_cast<uint64_t>(n) * stride);
   StripeSet set;
   absl::StatusOr<MemoryBudget::Reservation> reserved = budget_->Reserve(bytes);
   if (!reserved.ok()) return reserved.status();
   set.reservation = std::move(*reserved);
   for (int n : blocks) {
-    set.buffers.push_back(std::make_unique<StripeBuffer>(n, block_size, stride, arena_.get(),
-                                                         options_.nvme.dma_map.get()));
+    set.buffers.push_back(std::make_unique<StripeBuffer>(n, block_size, stride, arena_.get()));
     if (arena_ != nullptr && !set.buffers.back()->memory.in_arena()) arena_fallbacks_.fetch_add(1);
     if (set.buffers.back()->memory.get() == nullptr) {
       return absl::ResourceExhaustedError(
@@ -450,7 +465,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   // also computes its blocks' CRC32C and stages them for the devices (StartBlockWrites), so this
   // thread only copies the source's bytes in. Memory is (workers + 1 + kWritesInFlight) stripes
   // whatever the object's size.
-  const size_t depth = budget_->Fit(static_cast<uint64_t>(m + k) * stride,
+  const size_t depth = budget_->Fit(RoundUpToPage(static_cast<uint64_t>(m + k) * stride),
                                     static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight);
   absl::StatusOr<StripeSet> buffers =
       AllocateStripes(std::vector<int>(depth, m + k), object.block_size);
@@ -1096,6 +1111,16 @@ void Store::StartReads(const ObjectRecord& object, BlockReads& reads) {
   for (size_t j = 0; j < n; ++j) {
     const BlockRecord* b = reads.blocks[j];
     if (b == nullptr) continue;
+    if (b->lba_count != LbasPerBlock(object.block_size)) {
+      // A catalog row that disagrees with its object: reading it would overrun the block's room
+      // in the stripe buffer. Unreadable, so the block is rebuilt from the others.
+      Log(LogLevel::kError,
+          "object %s stripe %d block %d: the catalog gives %d LBAs where a %d-byte block has "
+          "%d; not read (run `ecctl recover %s`)",
+          object.name, b->stripe, b->index, b->lba_count, object.block_size,
+          LbasPerBlock(object.block_size), object.name);
+      continue;
+    }
     io.devices[j] = NamespaceOf(b->device, /*online_only=*/true);
     if (io.devices[j] == nullptr) continue;
     const absl::Span<uint8_t> padded(reads.outs[j].data(),
@@ -1190,7 +1215,8 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   // they still are.
   const uint64_t held = sink.held_bytes(end - offset);
   const size_t depth = budget_->Fit(
-      static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size, kReadAhead + 1, held);
+      RoundUpToPage(static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size),
+      kReadAhead + 1, held);
   absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs, held);
   if (!buffers.ok()) return FailSink(sink, buffers.status());
   std::vector<StripeBuffer*> idle;

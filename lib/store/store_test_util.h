@@ -72,7 +72,8 @@ inline uint64_t CounterSum(const std::vector<DeviceStatus>& devices, const std::
 }
 
 // A fresh store of 8 devices of 16 MiB with 4 KiB blocks in a temporary directory per test,
-// with helpers to store, read and damage objects.
+// with helpers to store, read and damage objects. Its memory limit leaves 32 MiB of stripe
+// memory, all of it the DMA arena, as a daemon's would be: stripe buffers are reused arena runs.
 class TempStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -99,6 +100,7 @@ class TempStoreTest : public ::testing::Test {
     o.device_count = 8;
     o.device_size = 16 << 20;
     o.default_block_size = 4096;
+    o.memory_limit = 8 * o.nvme.host_memory_bytes + (32 << 20);
     if (tweak_) tweak_(o);
     auto s = Store::Open(o);
     ASSERT_TRUE(s.ok()) << s.status();

@@ -1,4 +1,4 @@
-// StripeMemory: an arena run, or an anonymous mapping registered for DMA.
+// StripeMemory: an arena run, or an anonymous mapping.
 #include "lib/store/stripe_memory.h"
 
 #include <sys/mman.h>
@@ -8,7 +8,7 @@
 
 namespace ecd::store {
 
-StripeMemory::StripeMemory(nvme::HostMemory* arena, nvme::DmaMap* dma, uint64_t bytes) {
+StripeMemory::StripeMemory(nvme::HostMemory* arena, uint64_t bytes) {
   if (arena != nullptr) {
     const uint64_t pages = (bytes + arena->page_size() - 1) / arena->page_size();
     if (absl::StatusOr<uint64_t> run = arena->AllocateRun(pages); run.ok()) {
@@ -27,14 +27,12 @@ StripeMemory::StripeMemory(nvme::HostMemory* arena, nvme::DmaMap* dma, uint64_t 
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED) return;
   data_ = static_cast<uint8_t*>(p);
-  registration_ = nvme::DmaRegistration(dma, data_, mapped_bytes_);
 }
 
 StripeMemory::~StripeMemory() {
   if (arena_ != nullptr) {
     arena_->FreeRun(reinterpret_cast<uint64_t>(data_), run_pages_);
   } else if (data_ != nullptr) {
-    registration_ = nvme::DmaRegistration();  // before the memory goes
     ::munmap(data_, mapped_bytes_);
   }
 }

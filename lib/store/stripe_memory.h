@@ -2,15 +2,15 @@
 //
 // It is a run of the store's DMA arena when the arena has a free run that long: the arena is
 // registered with every device's io_uring as fixed buffers, so the blocks move with no copy and
-// no per-I/O page pinning (docs/nvme.md, "Memory registered for DMA"). Otherwise (no arena, or
-// a fragmented one) it is memory mapped for this buffer alone and registered in the DmaMap
-// while it lives, which devices move in place with plain I/O.
+// no per-I/O page pinning (docs/nvme.md, "Memory registered for DMA"). Otherwise (no arena, a
+// full or a fragmented one) it is memory mapped for this buffer alone, which the devices stage
+// through their pools: moving it in place with plain I/O, the kernel pinning its pages on every
+// operation, measured slower than that copy (docs/benchmarks.md).
 #ifndef ECD_LIB_STORE_STRIPE_MEMORY_H_
 #define ECD_LIB_STORE_STRIPE_MEMORY_H_
 
 #include <cstdint>
 
-#include "lib/nvme/dma_map.h"
 #include "lib/nvme/host_memory.h"
 
 namespace ecd::store {
@@ -19,9 +19,9 @@ namespace ecd::store {
 // arena and the map from any threads.
 class StripeMemory {
  public:
-  // `bytes` > 0 of zeroed memory. `arena` and `dma` may be null and must outlive this object.
-  // get() is null when the memory could not be had (the kernel refused a mapping).
-  StripeMemory(nvme::HostMemory* arena, nvme::DmaMap* dma, uint64_t bytes);
+  // `bytes` > 0 of zeroed memory. `arena` may be null and must outlive this object. get() is
+  // null when the memory could not be had (the kernel refused a mapping).
+  StripeMemory(nvme::HostMemory* arena, uint64_t bytes);
   ~StripeMemory();
   StripeMemory(const StripeMemory&) = delete;
   StripeMemory& operator=(const StripeMemory&) = delete;
@@ -34,8 +34,7 @@ class StripeMemory {
   nvme::HostMemory* arena_ = nullptr;  // set when the memory is a run of it
   uint64_t run_pages_ = 0;
   uint8_t* data_ = nullptr;
-  uint64_t mapped_bytes_ = 0;           // otherwise: our own mapping of this many bytes
-  nvme::DmaRegistration registration_;  // of the mapping; ends before it is unmapped
+  uint64_t mapped_bytes_ = 0;  // otherwise: our own mapping of this many bytes
 };
 
 }  // namespace ecd::store
