@@ -110,6 +110,18 @@ TEST(Device, ConcurrentCallersKeepTheirBytes) {
   std::filesystem::remove(path);
 }
 
+// An I/O command of `blocks` LBAs at `slba` over the data that `prps` describe.
+SubmissionEntry IoCommand(Opcode op, uint64_t slba, uint32_t blocks, const PrpDescriptor& prps) {
+  SubmissionEntry e;
+  e.opcode = static_cast<uint8_t>(op);
+  e.nsid = 1;
+  e.slba = slba;
+  e.nlb = static_cast<uint16_t>(blocks - 1);
+  e.prp1 = prps.prp1;
+  e.prp2 = prps.prp2;
+  return e;
+}
+
 // Page-aligned memory of its own mapping, as the store's stripe buffers are.
 class MappedBuffer {
  public:
@@ -239,14 +251,7 @@ class RawCommands : public ::testing::Test {
     pages_ = *memory_->AllocatePages(blocks);
     for (uint64_t p : pages_) std::memset(memory_->Translate(p, 4096), fill, 4096);
     prps_ = *BuildPrps(*memory_, pages_, 0, uint64_t{blocks} * kLba);
-    SubmissionEntry e;
-    e.opcode = static_cast<uint8_t>(op);
-    e.nsid = 1;
-    e.slba = slba;
-    e.nlb = static_cast<uint16_t>(blocks - 1);
-    e.prp1 = prps_.prp1;
-    e.prp2 = prps_.prp2;
-    return e;
+    return IoCommand(op, slba, blocks, prps_);
   }
   bool HostPagesAre(uint8_t fill) {
     for (uint64_t p : pages_) {
@@ -355,13 +360,7 @@ TEST_F(RawCommands, RegisteredDataMovesUntilItIsUnregistered) {
   std::vector<uint64_t> data;
   for (int i = 0; i < 16; ++i) data.push_back(reinterpret_cast<uint64_t>(buffer.data()) + i * kLba);
   PrpDescriptor prps = *BuildPrps(*memory_, data, 0, 16 * kLba);  // the list is in the pool
-  SubmissionEntry w;
-  w.opcode = static_cast<uint8_t>(Opcode::kWrite);
-  w.nsid = 1;
-  w.slba = 40;
-  w.nlb = 15;
-  w.prp1 = prps.prp1;
-  w.prp2 = prps.prp2;
+  SubmissionEntry w = IoCommand(Opcode::kWrite, 40, 16, prps);
   EXPECT_EQ(driver_->Execute(w), Failure(kScDataTransferError));  // not registered yet
   EXPECT_TRUE(FileIs(40, 16, 0xEE));
   ASSERT_TRUE(dma_.Register(buffer.data(), 16 * kLba).ok());
@@ -404,13 +403,7 @@ TEST(Controller, ShortReadBecomesDataTransferError) {
   Driver driver(controller.get());
   auto pages = *memory->AllocatePages(4);
   auto prps = *BuildPrps(*memory, pages, 0, 4 * kLba);
-  SubmissionEntry r;
-  r.opcode = static_cast<uint8_t>(Opcode::kRead);
-  r.nsid = 1;
-  r.slba = 6;
-  r.nlb = 3;
-  r.prp1 = prps.prp1;
-  r.prp2 = prps.prp2;
+  SubmissionEntry r = IoCommand(Opcode::kRead, 6, 4, prps);
   EXPECT_EQ(driver.Execute(r), Failure(kScDataTransferError));
   r.slba = 4;
   EXPECT_TRUE(driver.Execute(r).ok());

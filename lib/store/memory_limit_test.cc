@@ -48,6 +48,15 @@ class StallingSource : public ByteSource {
 
 class MemoryLimitTest : public TempStoreTest {
  protected:
+  // Encodes `name` from `source` on a thread of its own, into *result; join the thread.
+  std::thread EncodeOnAThread(const std::string& name, ByteSource& source,
+                              absl::StatusOr<ObjectRecord>* result) {
+    return std::thread([this, name, &source, result] {
+      EncodeParams p;
+      p.name = name;
+      *result = store_->Encode(p, source);
+    });
+  }
   void SetUp() override {
     // Room for exactly one encode's pipeline (ec_workers 2 + 1 + 2 writes in flight).
     tweak_ = [](StoreOptions& o) { o.memory_limit = kPools + 5 * kStripe; };
@@ -61,11 +70,7 @@ TEST_F(MemoryLimitTest, ASecondEncodeWaitsForTheFirstsMemoryThenBothAreStored) {
   const std::vector<uint8_t> b = RandomBytes(150000, 2);
   StallingSource stalling(a);
   absl::StatusOr<ObjectRecord> first;
-  std::thread t1([&] {
-    EncodeParams p;
-    p.name = "a";
-    first = store_->Encode(p, stalling);
-  });
+  std::thread t1 = EncodeOnAThread("a", stalling, &first);
   stalling.WaitUntilStalled();
   EXPECT_EQ(store_->memory_budget().reserved_bytes(), 5 * kStripe);
   std::atomic<bool> second_done{false};
@@ -98,11 +103,7 @@ TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuff
   const std::vector<uint8_t> a = RandomBytes(200000, 3);
   StallingSource stalling(a);
   absl::StatusOr<ObjectRecord> encoded;
-  std::thread t([&] {
-    EncodeParams p;
-    p.name = "a";
-    encoded = store_->Encode(p, stalling);
-  });
+  std::thread t = EncodeOnAThread("a", stalling, &encoded);
   stalling.WaitUntilStalled();
   EXPECT_EQ(store_->arena_stats().free_bytes, 0u);  // its five stripes are the arena's runs
   stalling.Release();
