@@ -14,12 +14,12 @@ absl::StatusOr<std::unique_ptr<Device>> Device::Open(const std::string& path, ui
                                                      uint64_t lba_count,
                                                      const DeviceOptions& options) {
   const uint64_t pages = options.host_memory_bytes / options.page_size;
-  if (pages * options.page_size / 2 < std::max<uint64_t>(lba_size, 2 * options.page_size)) {
+  const uint64_t least = 2 * std::max<uint64_t>(lba_size, 2 * uint64_t{options.page_size});
+  if (pages * options.page_size < least) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "host memory of %u bytes is too small for %u-byte LBAs and %u-byte pages; give at least "
         "%u bytes",
-        options.host_memory_bytes, lba_size, options.page_size,
-        2 * std::max<uint64_t>(lba_size, 2 * options.page_size)));
+        options.host_memory_bytes, lba_size, options.page_size, least));
   }
   auto memory = HostMemory::Create(options.page_size, pages);
   if (!memory.ok()) return memory.status();

@@ -62,6 +62,7 @@ std::vector<iovec> DmaMap::FixedRegions() const {
   std::vector<iovec> out;
   std::shared_lock lock(mu_);
   for (const auto& [base, region] : regions_) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): host addresses are virtual addresses here
     if (region.fixed) out.push_back(iovec{reinterpret_cast<void*>(base), region.len});
   }
   return out;

@@ -284,9 +284,10 @@ absl::Status Store::Init() {
         nvme::HostMemory::Create(nvme::kMinPageSize, arena_pages);
     if (arena.ok()) {
       arena_ = *std::move(arena);
-      arena_registration_ = nvme::DmaRegistration(options_.nvme.dma_map.get(),
-                                                  reinterpret_cast<void*>(arena_->base_address()),
-                                                  arena_->size_bytes(), /*fixed=*/true);
+      arena_registration_ = nvme::DmaRegistration(
+          options_.nvme.dma_map.get(),
+          arena_->Translate(arena_->base_address(), arena_->size_bytes()), arena_->size_bytes(),
+          /*fixed=*/true);
       if (!arena_registration_.registered()) {
         Log(LogLevel::kWarning,
             "the DMA arena could not be registered for DMA: stripe buffers are copied through "
