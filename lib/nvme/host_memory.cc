@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -66,16 +67,19 @@ void HostMemory::TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, u
   free_pages_ -= n;
 }
 
+std::map<uint64_t, uint64_t>::iterator HostMemory::FirstFitLocked(uint64_t n) {
+  return std::find_if(free_runs_.begin(), free_runs_.end(),
+                      [n](const auto& run) { return run.second >= n; });
+}
+
 bool HostMemory::TakeLocked(uint64_t n, std::vector<uint64_t>* out) {
   if (n > free_pages_) return false;
   out->clear();
   out->reserve(n);
   // First fit for one contiguous run.
-  for (auto it = free_runs_.begin(); it != free_runs_.end(); ++it) {
-    if (it->second >= n) {
-      TakeFromRunLocked(it, n, out);
-      return true;
-    }
+  if (auto run = FirstFitLocked(n); run != free_runs_.end()) {
+    TakeFromRunLocked(run, n, out);
+    return true;
   }
   // Fragmented: gather from the front runs.
   while (out->size() < n) {
@@ -97,14 +101,10 @@ absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePages(uint64_t n) {
 
 absl::StatusOr<uint64_t> HostMemory::AllocateRun(uint64_t n) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (n > 0) {
-    for (auto it = free_runs_.begin(); it != free_runs_.end(); ++it) {
-      if (it->second >= n) {
-        const uint64_t first = it->first;
-        TakeFromRunLocked(it, n, nullptr);
-        return base_address() + first * page_size_;
-      }
-    }
+  if (auto run = FirstFitLocked(n); n > 0 && run != free_runs_.end()) {
+    const uint64_t first = run->first;
+    TakeFromRunLocked(run, n, nullptr);
+    return base_address() + first * page_size_;
   }
   return absl::ResourceExhaustedError(absl::StrFormat(
       "host memory: no run of %u free pages (%u of %u pages free)", n, free_pages_, page_count_));

@@ -79,6 +79,8 @@ class HostMemory {
   HostMemory(uint8_t* mapping, uint64_t mapped_bytes, uint8_t* base, uint32_t page_size,
              uint64_t page_count);
   bool TakeLocked(uint64_t n, std::vector<uint64_t>* out);
+  // The first free run of at least n pages, or free_runs_.end(). REQUIRES: mu_ held.
+  std::map<uint64_t, uint64_t>::iterator FirstFitLocked(uint64_t n);
   // Takes the first n pages of a free run, appending their addresses to `out` unless it is
   // null. REQUIRES: mu_ held, n <= run length.
   void TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, uint64_t n,

@@ -255,51 +255,7 @@ absl::Status Store::Init() {
     Log(LogLevel::kInfo, "catalog has %d devices; using all of them", records->size());
   }
 
-  // What the devices' DMA pools leave of the memory limit is for stripe buffers.
-  MemoryBudgetOptions budget;
-  budget.max_waiters = options_.memory_waiters;
-  budget.max_wait = options_.memory_wait;
-  if (options_.memory_limit > 0) {
-    const uint64_t pools = records->size() * options_.nvme.host_memory_bytes;
-    const uint64_t stride = LbasPerBlock(options_.default_block_size) * options_.lba_size;
-    const uint64_t least =
-        LeastStripeMemory(options_.default_data_blocks, options_.default_parity_blocks, stride);
-    if (options_.memory_limit < pools + least) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the memory limit of ", options_.memory_limit,
-                       " bytes does not hold the DMA pools of ", records->size(), " devices (",
-                       pools, " bytes) and what one request on a default stripe needs (", least,
-                       " bytes: two stripes and K blocks); raise --memory-limit, or lower "
-                       "--nvme-host-memory or --block-size"));
-    }
-    budget.limit_bytes = options_.memory_limit - pools;
-  }
-  budget_ = std::make_unique<MemoryBudget>(budget);
-  if (const uint64_t arena_pages =
-          std::min(budget.limit_bytes, options_.dma_arena_bytes) / nvme::kMinPageSize;
-      arena_pages > 0) {
-    // The budget (or its first dma_arena_bytes) as one arena registered before any device
-    // opens, so that each device registers it with its io_uring as fixed buffers.
-    absl::StatusOr<std::unique_ptr<nvme::HostMemory>> arena =
-        nvme::HostMemory::Create(nvme::kMinPageSize, arena_pages);
-    if (arena.ok()) {
-      arena_ = *std::move(arena);
-      arena_registration_ = nvme::DmaRegistration(
-          options_.nvme.dma_map.get(),
-          arena_->Translate(arena_->base_address(), arena_->size_bytes()), arena_->size_bytes(),
-          /*fixed=*/true);
-      if (!arena_registration_.registered()) {
-        Log(LogLevel::kWarning,
-            "the DMA arena could not be registered for DMA: stripe buffers are copied through "
-            "the devices' pools");
-      }
-    } else {
-      Log(LogLevel::kWarning,
-          "no DMA arena (%s): stripe buffers are mapped per request and copied through the "
-          "devices' pools, which is slower; lower --dma-arena",
-          arena.status().message());
-    }
-  }
+  if (absl::Status s = InitMemory(records->size()); !s.ok()) return s;
 
   for (DeviceRecord& r : *records) {
     if (r.lba_size != options_.lba_size) {
@@ -348,6 +304,56 @@ absl::Status Store::Init() {
         absl::StrCat("catalog is inconsistent: ", inconsistent.message()));
   }
 
+  return absl::OkStatus();
+}
+
+// The stripe-memory budget, and the DMA arena, made before any device opens so that each one
+// registers the arena with its io_uring as fixed buffers.
+absl::Status Store::InitMemory(size_t device_count) {
+  // What the devices' DMA pools leave of the memory limit is for stripe buffers.
+  MemoryBudgetOptions budget;
+  budget.max_waiters = options_.memory_waiters;
+  budget.max_wait = options_.memory_wait;
+  if (options_.memory_limit > 0) {
+    const uint64_t pools = device_count * options_.nvme.host_memory_bytes;
+    const uint64_t stride = LbasPerBlock(options_.default_block_size) * options_.lba_size;
+    const uint64_t least =
+        LeastStripeMemory(options_.default_data_blocks, options_.default_parity_blocks, stride);
+    if (options_.memory_limit < pools + least) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the memory limit of ", options_.memory_limit,
+                       " bytes does not hold the DMA pools of ", device_count, " devices (", pools,
+                       " bytes) and what one request on a default stripe needs (", least,
+                       " bytes: two stripes and K blocks); raise --memory-limit, or lower "
+                       "--nvme-host-memory or --block-size"));
+    }
+    budget.limit_bytes = options_.memory_limit - pools;
+  }
+  budget_ = std::make_unique<MemoryBudget>(budget);
+  if (const uint64_t arena_pages =
+          std::min(budget.limit_bytes, options_.dma_arena_bytes) / nvme::kMinPageSize;
+      arena_pages > 0) {
+    // The budget, or its first dma_arena_bytes, as one arena.
+    absl::StatusOr<std::unique_ptr<nvme::HostMemory>> arena =
+        nvme::HostMemory::Create(nvme::kMinPageSize, arena_pages);
+    if (arena.ok()) {
+      arena_ = *std::move(arena);
+      arena_registration_ = nvme::DmaRegistration(
+          options_.nvme.dma_map.get(),
+          arena_->Translate(arena_->base_address(), arena_->size_bytes()), arena_->size_bytes(),
+          /*fixed=*/true);
+      if (!arena_registration_.registered()) {
+        Log(LogLevel::kWarning,
+            "the DMA arena could not be registered for DMA: stripe buffers are copied through "
+            "the devices' pools");
+      }
+    } else {
+      Log(LogLevel::kWarning,
+          "no DMA arena (%s): stripe buffers are mapped per request and copied through the "
+          "devices' pools, which is slower; lower --dma-arena",
+          arena.status().message());
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -73,8 +73,8 @@ struct StoreOptions {
   // worker encodes a stripe while the oldest one is written.
   int ec_workers = 2;
   bool ec_pin_workers = true;  // ec::EngineOptions::pin_workers.
-  // NVMe data path of every device (queue depth, ...). Stripe buffers are registered in
-  // nvme.dma_map (created when null), so devices opened with it move blocks in place.
+  // NVMe data path of every device (queue depth, ...). The DMA arena is registered in
+  // nvme.dma_map (created when null), so devices opened with it move its runs in place.
   nvme::DeviceOptions nvme;
   // With a memory limit, up to this many bytes of the stripe-memory budget are one DMA arena,
   // mapped at start and registered with every device's io_uring as fixed buffers (as SPDK
@@ -315,6 +315,7 @@ class Store {
 
   explicit Store(StoreOptions options);
   absl::Status Init();
+  absl::Status InitMemory(size_t device_count);
 
   absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
                                                             int parity);
