@@ -551,6 +551,33 @@ TEST_F(StoreTest, UnfinishedEncodeLeavesNothing) {
   EXPECT_EQ(*back, data);
 }
 
+// A catalog row whose LBA count disagrees with its object's block size is never read (it would
+// overrun the block's room in the stripe buffer): the block is rebuilt from the others.
+TEST_F(StoreTest, ABlockRowWithTheWrongLbaCountIsNotRead) {
+  const auto data = RandomBytes(4 * 4096 * 3, 12);
+  ASSERT_TRUE(Put("odd", data).ok());
+  auto st = *store_->Stat("odd", /*with_blocks=*/true, /*verify=*/false);
+  BlockRecord wrong = st.stripes[1].blocks[2].record;
+  store_.reset();
+  {
+    auto catalog = Catalog::Open((dir_ / "catalog.db").string());
+    ASSERT_TRUE(catalog.ok());
+    wrong.lba = 4000;  // free LBAs at the end of the 4096-LBA device, two of them
+    wrong.lba_count = 2;
+    ASSERT_TRUE((*catalog)->ReplaceBlocks(st.object.id, {&wrong, 1}).ok());
+  }
+  Open();
+  const uint64_t read_before = CounterSum(*store_->ListDevices(), "nvme_bytes_read");
+  uint32_t reconstructed = 0;
+  auto back = Get("odd", 0, 0, &reconstructed);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+  EXPECT_EQ(reconstructed, 1u);
+  // Four blocks of each stripe and nothing else: stripe 1's three good data blocks and one
+  // parity block to rebuild the fourth; not the two LBAs the bad row names.
+  EXPECT_EQ(CounterSum(*store_->ListDevices(), "nvme_bytes_read") - read_before, 12u * 4096);
+}
+
 // Every call that takes a name refuses one no object can have, with the rule it breaks, and
 // without echoing its control characters; a valid missing name is still NotFound.
 TEST_F(StoreTest, RefusesBadNamesOnEveryCall) {
