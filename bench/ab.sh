@@ -2,7 +2,8 @@
 # bench/ab.sh: two ecd builds side by side, alternating, on the same machine and file. Each
 # round starts each build on a fresh data dir (12 devices), encodes the file (8+3, 1 MiB
 # blocks), reads it twice to /dev/null (the second read is timed, after dropping the page
-# cache as root) and reads it once more with 3 devices failed, then stops it. Rounds alternate A
+# cache as root), reads it once more with 3 devices failed, brings them back and times a rebuild
+# (`ecctl recover --missing-only`) after failing one other device, then stops it. Rounds alternate A
 # and B, so that the machine's drift falls on both. It prints MB/s per round and the ratio of
 # B's median to A's for each phase. For a change to ecd's data path, before and after.
 #
@@ -64,9 +65,15 @@ drop_caches() {
 now() { date +%s.%N; }
 mbps() { python3 -c "import sys; print('%.0f' % ($SIZE / 1e6 / (float(sys.argv[2]) - float(sys.argv[1]))))" "$1" "$2"; }
 
-# run BIN: prints "encode read degraded" MB/s of one round.
+# rebuild_mbps T0 T1 JSON: bytes rebuilt x 8 (the data blocks read for each) in MB/s.
+rebuild_mbps() {
+  python3 -c "import json, sys; d = json.load(open(sys.argv[3]))
+print('%.0f' % (int(d['bytes_rebuilt']) * 8 / 1e6 / (float(sys.argv[2]) - float(sys.argv[1]))))" "$@"
+}
+
+# run BIN: prints "encode read degraded rebuild" MB/s of one round.
 run() {
-  local dir=$WORK/data addr t0 t1 t2 t3 t4 t5
+  local dir=$WORK/data addr t0 t1 t2 t3 t4 t5 t6 t7
   rm -rf "$dir" "$WORK/port"
   "$1" --data-dir "$dir" --devices 12 --device-size "${DEVICE_MB}M" --listen 127.0.0.1:0 \
     --port-file "$WORK/port" --unix-socket none --metrics-listen "" --scrub-interval-hours 0 \
@@ -95,18 +102,25 @@ run() {
   t4=$(now)
   "${ecctl[@]}" read ab -o /dev/null >/dev/null
   t5=$(now)
+  for d in 0 1 2; do "${ecctl[@]}" device online "$d" >/dev/null; done
+  "${ecctl[@]}" device fail 5 >/dev/null
+  drop_caches
+  t6=$(now)
+  "${ecctl[@]}" --json recover --missing-only ab >"$WORK/recover.json"
+  t7=$(now)
+  [ "$("${ecctl[@]}" read ab -o - 2>/dev/null | cksum)" = "$SUM" ] || die "$1: the bytes read back after the rebuild differ"
   kill -TERM "$PID"
   wait "$PID" || die "$1 did not stop cleanly"
   PID=""
-  echo "$(mbps "$t0" "$t1") $(mbps "$t2" "$t3") $(mbps "$t4" "$t5")"
+  echo "$(mbps "$t0" "$t1") $(mbps "$t2" "$t3") $(mbps "$t4" "$t5") $(rebuild_mbps "$t6" "$t7" "$WORK/recover.json")"
 }
 
 echo "ab: A = $A_ECD"
 echo "ab: B = $B_ECD"
 echo "ab: $SIZE_TEXT file, 8+3 x 1 MiB, 12 devices, $ROUNDS rounds of A then B"
 echo
-echo "| round | build | encode MB/s | read MB/s | read, 3 devices failed, MB/s |"
-echo "|---:|---|---:|---:|---:|"
+echo "| round | build | encode MB/s | read MB/s | read, 3 devices failed, MB/s | rebuild of 1 device, MB/s x 8 |"
+echo "|---:|---|---:|---:|---:|---:|"
 A_ROWS=()
 B_ROWS=()
 for r in $(seq 1 "$ROUNDS"); do
@@ -123,7 +137,7 @@ n = int(sys.argv[1])
 rows = [list(map(float, r.split())) for r in sys.argv[2:]]
 a, b = rows[:n], rows[n:]
 print()
-for i, phase in enumerate(["encode", "read", "degraded read"]):
+for i, phase in enumerate(["encode", "read", "degraded read", "rebuild x 8"]):
     ma = statistics.median(r[i] for r in a)
     mb = statistics.median(r[i] for r in b)
     print(f"{phase}: median A {ma:.0f}, B {mb:.0f} MB/s, B/A {mb / ma:.2f}")
