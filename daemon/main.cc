@@ -22,6 +22,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/auth.h"
@@ -74,6 +75,7 @@ struct Flags {
   double memory_wait_seconds = 60;
   std::string log_level = "info";
   int ec_workers = 2;
+  size_t stripes_in_flight = 0;
   bool ec_pin_workers = true;
   std::string dma_arena = "512M";
   uint32_t nvme_queue_depth = 64;
@@ -163,6 +165,18 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--ec-workers", f.ec_workers, "Threads of the erasure-coding engine (1..256)")
       ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--stripes-in-flight", f.stripes_in_flight,
+                 "Stripe buffers one encode, read or recover keeps at most, 2..64: the depth of "
+                 "its pipeline. 0: each picks its own (encode --ec-workers + 3, read 3, recover "
+                 "4). The memory limit may give a request fewer (docs/limits.md)")
+      ->check([](const std::string& text) -> std::string {
+        size_t n = 0;
+        if (!absl::SimpleAtoi(text, &n) || n == 1 || n > ecd::store::kMaxStripesInFlight) {
+          return "must be 0 or 2..64";
+        }
+        return "";
+      })
       ->capture_default_str();
   app.add_option("--ec-pin-workers", f.ec_pin_workers,
                  "Pin each erasure-coding worker to a CPU of its own when --ec-workers (2 or "
@@ -304,6 +318,7 @@ int Main(int argc, char** argv) {
   options.default_parity_blocks = f.parity_blocks;
   options.ec_workers = f.ec_workers;
   options.ec_pin_workers = f.ec_pin_workers;
+  options.stripes_in_flight = f.stripes_in_flight;
   absl::StatusOr<uint64_t> dma_arena = ecd::ParseSize(f.dma_arena);
   if (!dma_arena.ok()) return Fail(absl::StrCat("--dma-arena: ", dma_arena.status().message()));
   options.dma_arena_bytes = *dma_arena;

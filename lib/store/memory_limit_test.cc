@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "lib/store/fault_namespace.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -320,6 +321,94 @@ TEST_F(MemoryLimitTest, ReadsReserveTheSinksOwnBuffersUntilItIsFinished) {
   EXPECT_EQ(empty.finishes, 1);
   EXPECT_TRUE(empty.finished_ok);
   EXPECT_EQ(budget.reserved_bytes(), 0u);
+}
+
+// Stores with room for 40 stripes whose pipelines StoreOptions::stripes_in_flight sets.
+class StripesInFlightTest : public TempStoreTest {
+ protected:
+  // Reopens the store with `stripes_in_flight`; every read takes 2 ms, so that a recover holds
+  // its stripes long enough to be seen.
+  void OpenWith(size_t stripes_in_flight) {
+    tweak_ = [stripes_in_flight](StoreOptions& o) {
+      o.memory_limit = kPools + 40 * kStripe;
+      o.stripes_in_flight = stripes_in_flight;
+    };
+    FaultRule slow;
+    slow.op = FaultRule::Op::kRead;
+    slow.kind = FaultRule::Kind::kLatency;
+    slow.latency = absl::Milliseconds(2);
+    std::map<uint32_t, std::vector<FaultRule>> rules;
+    for (uint32_t d = 0; d < 8; ++d) rules[d] = {slow};
+    Open(FaultInjectingFactory(NvmeNamespaceFactory({}), std::move(rules), 1));
+  }
+  // The stripes an encode, a read and a recover (device 1 failed) of a 12-stripe object
+  // reserved, in that order; checks the bytes after each.
+  std::vector<uint64_t> StripesReserved(const std::string& name) {
+    const MemoryBudget& budget = store_->memory_budget();
+    const std::vector<uint8_t> data = RandomBytes(12 * 16384, 9);
+    std::vector<uint64_t> stripes;
+    StallingSource stalling(data);
+    absl::StatusOr<ObjectRecord> stored;
+    std::thread encode([&] {
+      EncodeParams p;
+      p.name = name;
+      stored = store_->Encode(p, stalling);
+    });
+    stalling.WaitUntilStalled();
+    stripes.push_back(budget.reserved_bytes() / kStripe);
+    stalling.Release();
+    encode.join();
+    EXPECT_TRUE(stored.ok()) << stored.status();
+    HoldingSink sink(budget, 0);
+    EXPECT_TRUE(store_->Read(name, 0, 0, sink).ok());
+    EXPECT_EQ(sink.bytes, data);
+    stripes.push_back(sink.reserved_during_read / kStripe);
+    EXPECT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+    std::atomic<bool> done{false};
+    uint64_t most = 0;
+    std::thread watch([&] {
+      while (!done.load()) {
+        most = std::max(most, budget.reserved_bytes());
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    });
+    absl::StatusOr<RecoverProgress> p = store_->Recover(name, {});
+    done = true;
+    watch.join();
+    EXPECT_TRUE(p.ok()) << p.status();
+    EXPECT_GT(p->blocks_rebuilt, 0u);
+    EXPECT_EQ(*Get(name), data);
+    stripes.push_back(most / kStripe);
+    EXPECT_EQ(budget.reserved_bytes(), 0u);
+    EXPECT_TRUE(store_->SetDeviceState(1, DeviceState::kOnline).ok());  // For the next object.
+    return stripes;
+  }
+};
+
+TEST_F(StripesInFlightTest, SetsTheDepthOfEncodeReadAndRecoverPipelines) {
+  OpenWith(0);  // Each its own: encode ec_workers (2) + 3, read 3, recover 4.
+  EXPECT_EQ(StripesReserved("auto"), (std::vector<uint64_t>{5, 3, 4}));
+  OpenWith(2);
+  EXPECT_EQ(StripesReserved("two"), (std::vector<uint64_t>{2, 2, 2}));
+  OpenWith(7);
+  EXPECT_EQ(StripesReserved("seven"), (std::vector<uint64_t>{7, 7, 7}));
+}
+
+TEST_F(StripesInFlightTest, ARecoverStaysInsideAQuarterOfTheLimitWhateverIsAsked) {
+  OpenWith(30);  // A quarter of the 40 stripes of room is 10.
+  EXPECT_EQ(StripesReserved("wide")[2], 10u);
+}
+
+TEST_F(StripesInFlightTest, OneOrMoreThanTheMostIsRefusedAtOpen) {
+  for (size_t bad : {size_t{1}, kMaxStripesInFlight + 1}) {
+    store_.reset();
+    StoreOptions o;
+    o.data_dir = dir_.string();
+    o.stripes_in_flight = bad;
+    absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(o);
+    ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.status().message().find("2..64"), std::string::npos) << s.status();
+  }
 }
 
 TEST_F(MemoryLimitTest, AStripeThatCanNeverFitIsRefusedAndNothingIsStored) {

@@ -26,8 +26,9 @@ namespace {
 
 // Stripes fetched from the catalog at a time, and block rows buffered before an insert.
 constexpr uint64_t kStripeBatch = 64;
-// Stripes an encode keeps beyond the one filling and one per EC worker: the pipeline holds
-// workers + 1 + kWritesInFlight stripes, each being filled, encoded or written.
+// The pipelines' depths unless StoreOptions::stripes_in_flight sets them.
+// An encode keeps, beyond the one filling and one per EC worker, this many stripes being
+// written: workers + 1 + kWritesInFlight stripes, each being filled, encoded or written.
 constexpr size_t kWritesInFlight = 2;
 // Stripes a read reads ahead of the one it is sending.
 constexpr size_t kReadAhead = 2;
@@ -203,6 +204,11 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
     return absl::InvalidArgumentError(absl::StrCat("device size ", options.device_size,
                                                    " must be a positive multiple of the LBA size ",
                                                    options.lba_size));
+  }
+  if (options.stripes_in_flight == 1 || options.stripes_in_flight > kMaxStripesInFlight) {
+    return absl::InvalidArgumentError(absl::StrCat("stripes in flight ", options.stripes_in_flight,
+                                                   " must be 2..", kMaxStripesInFlight,
+                                                   " (or 0 for each request's own depth)"));
   }
   if (!options.nvme.dma_map) options.nvme.dma_map = std::make_shared<nvme::DmaMap>();
   if (!options.namespace_factory) options.namespace_factory = NvmeNamespaceFactory(options.nvme);
@@ -471,9 +477,10 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   // thread, the stripes before it are encoded and written: the EC worker that encodes a stripe
   // also computes its blocks' CRC32C and stages them for the devices (StartBlockWrites), so this
   // thread only copies the source's bytes in. Memory is (workers + 1 + kWritesInFlight) stripes
-  // whatever the object's size.
-  const size_t depth = budget_->Fit(RoundUpToPage(static_cast<uint64_t>(m + k) * stride),
-                                    static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight);
+  // (or stripes_in_flight) whatever the object's size.
+  const size_t depth =
+      budget_->Fit(RoundUpToPage(static_cast<uint64_t>(m + k) * stride),
+                   PipelineDepth(static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight));
   absl::StatusOr<StripeSet> buffers =
       AllocateStripes(std::vector<int>(depth, m + k), object.block_size);
   if (!buffers.ok()) return buffers.status();
@@ -1217,13 +1224,13 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   const uint64_t bs = object.block_size;
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
   // Read-ahead: while one stripe's bytes go to the sink, the blocks of the next kReadAhead
-  // stripes are being read.
+  // stripes (stripes_in_flight - 1) are being read.
   // The sink's own buffers are reserved with the stripes, and it is finished (below) while
   // they still are.
   const uint64_t held = sink.held_bytes(end - offset);
   const size_t depth = budget_->Fit(
       RoundUpToPage(static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size),
-      kReadAhead + 1, held);
+      PipelineDepth(kReadAhead + 1), held);
   absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs, held);
   if (!buffers.ok()) return FailSink(sink, buffers.status());
   std::vector<StripeBuffer*> idle;
@@ -1561,8 +1568,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
   RecoverProgress p;
   int64_t object_id = 0;
   StripeSet buffers;
-  // Up to kRecoverStripes stripes (at least 2, as the memory limit allows): while one is
-  // checked, rebuilt and written, the next ones' blocks are read.
+  // Up to kRecoverStripes (or stripes_in_flight) stripes, at least 2, as the memory limit
+  // allows: while one is checked, rebuilt and written, the next ones' blocks are read.
   std::vector<StripeBuffer*> stripe_buffers;
   StripeBuffer* parity = nullptr;  // K blocks: the parity the data encodes to.
   absl::Status no_space;
@@ -1597,7 +1604,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         // At most a quarter of the memory limit beyond the two stripes every object may ask
         // for: a recover that sized itself to the whole limit would wait for every other
         // request to drain at each batch, and every later request would queue behind it.
-        uint64_t depth = kRecoverStripes;
+        uint64_t depth = PipelineDepth(kRecoverStripes);
         if (const uint64_t share = budget_->limit_bytes() / 4; share != 0) {
           depth = std::clamp<uint64_t>(share > extra ? (share - extra) / unit : 0, 2, depth);
         }

@@ -51,6 +51,8 @@ using NamespaceFactory = std::function<absl::StatusOr<std::unique_ptr<Namespace>
 // The production factory: OpenNvmeNamespace with `options` (what Store::Open uses by default).
 NamespaceFactory NvmeNamespaceFactory(const nvme::DeviceOptions& options);
 
+inline constexpr size_t kMaxStripesInFlight = 64;
+
 struct StoreOptions {
   std::string data_dir;               // Holds catalog.db and devices/nvme<N>.ns.
   int device_count = 8;               // Devices created on first start; more are added later.
@@ -69,8 +71,17 @@ struct StoreOptions {
   size_t memory_waiters = 64;
   absl::Duration memory_wait = absl::Seconds(60);
   size_t max_name_length = kDefaultMaxNameLength;  // Bytes; see ValidateObjectName.
-  // EC engine threads. Each encode keeps ec_workers + 1 stripes in memory, so that every
-  // worker encodes a stripe while the oldest one is written.
+  // Stripe buffers one encode, read or recover keeps at most: the depth of its pipeline (one
+  // stripe being filled, sent or rebuilt, the others being encoded, read or written). 0: each
+  // picks its own (encode ec_workers + 3, read 3, recover 4); else 2..kMaxStripesInFlight. Deeper
+  // pipelines keep more device I/O in flight per request, at (M+K) x block size of memory per
+  // stripe. The memory limit still bounds every request (a recover to a quarter of it), so a
+  // request may get a shallower pipeline than asked for, down to 2 (1 for an encode or read
+  // of a stripe too wide for 2).
+  size_t stripes_in_flight = 0;
+  // EC engine threads. Each encode keeps ec_workers + 3 stripes in memory by default (see
+  // stripes_in_flight), so that every worker encodes a stripe while one is filled and the
+  // oldest ones are written.
   int ec_workers = 2;
   bool ec_pin_workers = true;  // ec::EngineOptions::pin_workers.
   // NVMe data path of every device (queue depth, ...). The DMA arena is registered in
@@ -320,6 +331,11 @@ class Store {
   absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
                                                             int parity);
   uint64_t LbasPerBlock(uint64_t block_size) const;
+  // The stripes a request's pipeline asks for: StoreOptions::stripes_in_flight when set, else
+  // `own` (the request's default depth). The memory budget may still give it fewer.
+  size_t PipelineDepth(size_t own) const {
+    return options_.stripes_in_flight != 0 ? options_.stripes_in_flight : own;
+  }
   // The stripe buffers of one request, one per entry of `blocks` (its block count), each block
   // of `block_size` bytes: reserved from the budget (waiting for it), then allocated.
   // `extra` more bytes are reserved with the stripes (a sink's own buffers: held_bytes).

@@ -25,7 +25,8 @@ limits_client() {
 
 step "bad limit flags stop ecd at start-up"
 for bad in "--max-message-size 1M" "--max-object-size 0" "--max-object-size 1X" \
-  "--max-streams 0" "--max-name-length 0" "--memory-limit 64M" "--max-memory-waiters 0"; do
+  "--max-streams 0" "--max-name-length 0" "--memory-limit 64M" "--max-memory-waiters 0" \
+  "--stripes-in-flight 1" "--stripes-in-flight 65"; do
   rc=0
   # shellcheck disable=SC2086
   "$ECD" --data-dir "$WORK/bad" $bad >"$WORK/out" 2>&1 || rc=$?
@@ -37,7 +38,7 @@ done
 step "start ecd with small limits"
 start_ecd --unix-socket "$WORK/ecd.sock" --block-size 64K --max-name-length 32 \
   --max-object-size 1M --max-message-size 2M --max-streams-per-client 2 --max-streams 3 \
-  --max-ingest-records 5
+  --max-ingest-records 5 --stripes-in-flight 3
 head -c 100000 /dev/urandom >"$WORK/keep.bin"
 ecctl encode "$WORK/keep.bin" --name keep >/dev/null
 
