@@ -28,6 +28,12 @@ using metrics::Sample;
 
 double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
+// The callback of a metric without labels: its one sample is value(), read at each scrape.
+template <typename Value>
+std::function<std::vector<Sample>()> OneSample(Value value) {
+  return [value] { return std::vector<Sample>{{{}, static_cast<double>(value())}}; };
+}
+
 // The x86 features ISA-L's dispatchers choose between, as the CPU reports them.
 std::string CpuFeatures() {
   std::vector<std::string> out;
@@ -237,11 +243,9 @@ const DaemonMetrics::RpcSeries* DaemonMetrics::RpcSeriesFor(absl::string_view me
 }
 
 void DaemonMetrics::AttachLimiter(const RequestLimiter* limiter) {
-  registry_.AddCallback(
-      MetricType::kGauge, "ecd_inflight_requests",
-      "ecd.v1 calls in progress (what --max-streams bounds).", {}, [limiter] {
-        return std::vector<Sample>{{{}, static_cast<double>(limiter->in_flight())}};
-      });
+  registry_.AddCallback(MetricType::kGauge, "ecd_inflight_requests",
+                        "ecd.v1 calls in progress (what --max-streams bounds).", {},
+                        OneSample([limiter] { return limiter->in_flight(); }));
   registry_.AddCallback(
       MetricType::kCounter, "ecd_limit_rejections_total",
       "Calls refused by an input limit, by limit (the --max-* flag without its dashes).", {"limit"},
@@ -292,9 +296,7 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                 store_sum(&Data::lost));
   r.AddCallback(MetricType::kCounter, "ecd_metrics_store_errors_total",
                 "Scrapes that could not read the store (its families were left out of them).", {},
-                [snapshot] {
-                  return std::vector<Sample>{{{}, static_cast<double>(snapshot->Get()->errors)}};
-                });
+                OneSample([snapshot] { return snapshot->Get()->errors; }));
 
   // Devices.
   auto per_device = [snapshot](auto value) {
@@ -379,8 +381,8 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                 "io_uring data operations by buffer: registered fixed buffers (fixed) or pages "
                 "the kernel pins per operation (plain).",
                 {"device", "buffer"},
-                device_counters({{"fixed", "nvme_io_uring_fixed_ops"},
-                                 {"plain", "nvme_io_uring_plain_ops"}}));
+                device_counters(
+                    {{"fixed", "nvme_io_uring_fixed_ops"}, {"plain", "nvme_io_uring_plain_ops"}}));
   r.AddCallback(
       MetricType::kCounter, "ecd_nvme_prp_fetches_total",
       "PRP list fetches by the controller's fetch manager, by buffer (ping, pong).",
@@ -399,56 +401,38 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   const store::MemoryBudget* budget = &store->memory_budget();
   r.AddCallback(MetricType::kGauge, "ecd_memory_budget_bytes",
                 "Bytes of stripe buffers all requests may hold at once (0: no limit).", {},
-                [budget] {
-                  return std::vector<Sample>{{{}, static_cast<double>(budget->limit_bytes())}};
-                });
+                OneSample([budget] { return budget->limit_bytes(); }));
   r.AddCallback(MetricType::kGauge, "ecd_memory_reserved_bytes",
-                "Bytes of stripe buffers reserved by requests in progress.", {}, [budget] {
-                  return std::vector<Sample>{{{}, static_cast<double>(budget->reserved_bytes())}};
-                });
+                "Bytes of stripe buffers reserved by requests in progress.", {},
+                OneSample([budget] { return budget->reserved_bytes(); }));
   r.AddCallback(MetricType::kGauge, "ecd_memory_waiting_requests",
                 "Requests waiting for stripe memory (what --max-memory-waiters bounds).", {},
-                [budget] {
-                  return std::vector<Sample>{{{}, static_cast<double>(budget->waiting())}};
-                });
+                OneSample([budget] { return budget->waiting(); }));
   r.AddCallback(MetricType::kCounter, "ecd_memory_waits_total",
-                "Requests that had to wait for stripe memory.", {}, [budget] {
-                  return std::vector<Sample>{{{}, static_cast<double>(budget->waits())}};
-                });
+                "Requests that had to wait for stripe memory.", {},
+                OneSample([budget] { return budget->waits(); }));
   r.AddCallback(
       MetricType::kCounter, "ecd_memory_refusals_total",
       "Requests refused stripe memory: too large for the limit, too many waiting, or waited "
       "--memory-wait.",
-      {}, [budget] {
-        return std::vector<Sample>{{{}, static_cast<double>(budget->refusals())}};
-      });
+      {}, OneSample([budget] { return budget->refusals(); }));
 
   r.AddCallback(MetricType::kGauge, "ecd_dma_arena_bytes",
                 "Bytes of the DMA arena that holds the stripe buffers (0: no arena, "
                 "--dma-arena).",
-                {}, [store] {
-                  return std::vector<Sample>{
-                      {{}, static_cast<double>(store->arena_stats().bytes)}};
-                });
+                {}, OneSample([store] { return store->arena_stats().bytes; }));
   r.AddCallback(MetricType::kGauge, "ecd_dma_arena_free_bytes",
-                "Bytes of the DMA arena not held by a request's stripe buffers.", {}, [store] {
-                  return std::vector<Sample>{
-                      {{}, static_cast<double>(store->arena_stats().free_bytes)}};
-                });
+                "Bytes of the DMA arena not held by a request's stripe buffers.", {},
+                OneSample([store] { return store->arena_stats().free_bytes; }));
   r.AddCallback(MetricType::kCounter, "ecd_dma_arena_fallbacks_total",
                 "Stripe buffers mapped on their own because the DMA arena had no free run that "
                 "long (a budget larger than --dma-arena, or fragmentation); they are staged.",
-                {}, [store] {
-                  return std::vector<Sample>{
-                      {{}, static_cast<double>(store->arena_stats().fallbacks)}};
-                });
+                {}, OneSample([store] { return store->arena_stats().fallbacks; }));
 
   // Catalog.
-  r.AddCallback(
-      MetricType::kCounter, "ecd_catalog_errors_total",
-      "Catalog (SQLite) failures: I/O errors, full disk, corruption, lock timeouts.", {}, [store] {
-        return std::vector<Sample>{{{}, static_cast<double>(store->catalog_stats().errors)}};
-      });
+  r.AddCallback(MetricType::kCounter, "ecd_catalog_errors_total",
+                "Catalog (SQLite) failures: I/O errors, full disk, corruption, lock timeouts.", {},
+                OneSample([store] { return store->catalog_stats().errors; }));
 
   // Rebuilds.
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_jobs", "Rebuild jobs waiting or running.",
@@ -475,11 +459,9 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
         }
         return out;
       });
-  r.AddCallback(
-      MetricType::kCounter, "ecd_rebuild_bytes_total",
-      "Bytes rebuilt or relocated by rebuild jobs.", {}, [rebuild_stats] {
-        return std::vector<Sample>{{{}, static_cast<double>(rebuild_stats->Get()->bytes_moved)}};
-      });
+  r.AddCallback(MetricType::kCounter, "ecd_rebuild_bytes_total",
+                "Bytes rebuilt or relocated by rebuild jobs.", {},
+                OneSample([rebuild_stats] { return rebuild_stats->Get()->bytes_moved; }));
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_eta_seconds",
                 "Estimated seconds left of the running rebuild job (absent when none runs or "
                 "before its first progress).",
@@ -488,19 +470,16 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
                   if (!s.eta) return std::vector<Sample>{};
                   return std::vector<Sample>{{{}, absl::ToDoubleSeconds(*s.eta)}};
                 });
-  r.AddCallback(
-      MetricType::kGauge, "ecd_rebuild_last_progress_timestamp_seconds",
-      "Unix time a rebuild job last moved bytes, finished an object or started (0: "
-      "never).",
-      {}, [rebuild_stats] {
-        return std::vector<Sample>{{{}, UnixSecondsOrZero(rebuild_stats->Get()->last_progress)}};
-      });
+  r.AddCallback(MetricType::kGauge, "ecd_rebuild_last_progress_timestamp_seconds",
+                "Unix time a rebuild job last moved bytes, finished an object or started (0: "
+                "never).",
+                {}, OneSample([rebuild_stats] {
+                  return UnixSecondsOrZero(rebuild_stats->Get()->last_progress);
+                }));
 
   // Scrub.
   auto scrub = [scrub_status](auto value) {
-    return [scrub_status, value] {
-      return std::vector<Sample>{{{}, static_cast<double>(value(*scrub_status->Get()))}};
-    };
+    return OneSample([scrub_status, value] { return value(*scrub_status->Get()); });
   };
   using Scrub = store::ScrubberStatus;
   r.AddCallback(MetricType::kGauge, "ecd_scrub_running", "1 while a background scrub pass runs.",
