@@ -38,6 +38,7 @@
 #include "client/complete.h"
 #include "client/help.h"
 #include "client/progress.h"
+#include "daemon/data_message.h"
 #include "ecd/tools/ecctl.pb.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/cxl/event_record.h"
@@ -234,6 +235,19 @@ class Client {
     return std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>>(
         grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), rpc, context,
                                                                       response));
+  }
+  // A server stream of `method` ("/ecd.v1.Objects/Read") whose responses are read as raw bytes
+  // (each a serialized response), so that SaveStream writes their data field to the output
+  // straight from gRPC's receive slices (DataMessage) rather than from a copy protobuf made.
+  template <typename Request>
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> RawReader(const char* method,
+                                                                  grpc::ClientContext* context,
+                                                                  const Request& request) {
+    const grpc::internal::RpcMethod rpc(method, grpc::internal::RpcMethod::SERVER_STREAMING,
+                                        channel_);
+    return std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>>(
+        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), rpc, context,
+                                                                      request));
   }
   v1::Devices::Stub& devices() { return *devices_; }
   v1::Rebuilds::Stub& rebuilds() { return *rebuilds_; }
@@ -492,14 +506,16 @@ class Destination {
 
   bool to_stdout() const { return out_ == "-"; }
 
-  // Writes all of `data`; false (errno set) on an error.
-  bool Write(const std::string& data) {
-    size_t at = 0;
-    while (at < data.size()) {
-      const ssize_t n = ::write(fd_, data.data() + at, data.size() - at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return false;
-      at += static_cast<size_t>(n);
+  // Writes all of `data`, piece after piece; false (errno set) on an error.
+  bool Write(absl::Span<const absl::Span<const uint8_t>> data) {
+    for (absl::Span<const uint8_t> piece : data) {
+      size_t at = 0;
+      while (at < piece.size()) {
+        const ssize_t n = ::write(fd_, piece.data() + at, piece.size() - at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return false;
+        at += static_cast<size_t>(n);
+      }
     }
     return true;
   }
@@ -556,25 +572,33 @@ class Destination {
   bool block_device_ = false;
 };
 
-// Writes a stream of ReadResponse for `range` into `out` ("-": stdout), showing the bytes on
-// `progress`; never leaves partial or unchecked bytes under `out`.
+// Writes a stream of raw ReadResponse messages (Client::RawReader) for `range` into `out` ("-":
+// stdout), showing the bytes on `progress`; never leaves partial or unchecked bytes under `out`.
 Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& context,
-                    grpc::ClientReader<v1::ReadResponse>& stream, const std::string& out,
+                    grpc::ClientReader<grpc::ByteBuffer>& stream, const std::string& out,
                     const ByteRange& range, ProgressBar& progress) {
   Destination destination(out);
   Streamed got;
   uint64_t expected = 0;
-  v1::ReadResponse chunk;
-  while (stream.Read(&chunk)) {
-    if (got.version == 0) got.version = chunk.object_version();
-    if (chunk.object_size() > 0) expected = ExpectedBytes(chunk.object_size(), range);
-    got.reconstructed += chunk.reconstructed_blocks();
+  grpc::ByteBuffer raw;
+  ecd::daemon::DataMessage chunk;
+  v1::ReadResponse fields;  // All but the data, which stays in gRPC's slices.
+  while (stream.Read(&raw)) {
+    if (absl::Status s = chunk.ParseAround(&raw, v1::ReadResponse::kDataFieldNumber, &fields);
+        !s.ok()) {
+      context.TryCancel();
+      throw Failure{kExitEcd, absl::StrCat(what, ": ecd sent a response ecctl cannot read (",
+                                           s.message(), "); nothing was kept")};
+    }
+    if (got.version == 0) got.version = fields.object_version();
+    if (fields.object_size() > 0) expected = ExpectedBytes(fields.object_size(), range);
+    got.reconstructed += fields.reconstructed_blocks();
     if (!destination.Write(chunk.data())) {
       const int err = errno;
       context.TryCancel();
       throw Failure{kExitLocalFile, absl::StrCat("write ", out, ": ", std::strerror(err))};
     }
-    got.bytes += chunk.data().size();
+    got.bytes += chunk.data_size();
     progress.Update(got.bytes, expected);
   }
   c.Check(stream.Finish(), what);
@@ -610,7 +634,7 @@ void Read(Client& c, const ReadArgs& a) {
   request.set_offset(range.offset);
   request.set_length(range.length);
   auto context = c.Context();
-  auto reader = c.objects().Read(context.get(), request);
+  auto reader = c.RawReader("/ecd.v1.Objects/Read", context.get(), request);
   ProgressBar progress = c.Progress(absl::StrCat("read ", a.name), ProgressUnit::Bytes());
   const Streamed got =
       SaveStream(c, absl::StrCat("read ", a.name), *context, *reader, a.out, range, progress);
@@ -643,7 +667,7 @@ void BlockGet(Client& c, const BlockGetArgs& a) {
   request.set_stripe(a.stripe);
   request.set_index(a.index);
   auto context = c.Context();
-  auto reader = c.objects().GetBlock(context.get(), request);
+  auto reader = c.RawReader("/ecd.v1.Objects/GetBlock", context.get(), request);
   const std::string what =
       absl::StrCat("block get ", a.name, " stripe ", a.stripe, " index ", a.index);
   ProgressBar progress = c.Progress(what, ProgressUnit::Bytes());

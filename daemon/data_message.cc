@@ -1,4 +1,5 @@
-// DataMessage: the protobuf wire format of EncodeRequest/UpdateRequest, read over gRPC's slices.
+// DataMessage: the protobuf wire format of EncodeRequest/UpdateRequest and ReadResponse, read
+// over gRPC's slices.
 #include "daemon/data_message.h"
 
 #include <google/protobuf/descriptor.h>
@@ -38,6 +39,21 @@ class Cursor {
   explicit Cursor(const std::vector<grpc::Slice>& slices) : slices_(slices) { SkipEmpty(); }
 
   bool AtEnd() const { return slice_ == slices_.size(); }
+
+  // Where the cursor is, for AppendSince.
+  struct Mark {
+    size_t slice;
+    size_t at;
+  };
+  Mark Here() const { return {slice_, at_}; }
+  // Appends the bytes from `mark` to the cursor to `out`.
+  void AppendSince(Mark mark, std::string* out) const {
+    for (size_t s = mark.slice; s <= slice_ && s < slices_.size(); ++s) {
+      const size_t from = s == mark.slice ? mark.at : 0;
+      const size_t to = s == slice_ ? at_ : slices_[s].size();
+      out->append(reinterpret_cast<const char*>(slices_[s].begin()) + from, to - from);
+    }
+  }
 
   // A base-128 varint of at most 10 bytes; false when the bytes end inside it or it is longer.
   bool ReadVarint(uint64_t* value) {
@@ -148,17 +164,8 @@ int ObjectsMethodIndex(const std::string& name) {
   return method->index();
 }
 
-void DataMessage::Reset() {
-  slices_.clear();
-  data_.clear();
-  wire_size_ = 0;
-  data_size_ = 0;
-  has_header_ = false;
-}
-
-absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* header) {
+absl::Status DataMessage::Take(grpc::ByteBuffer* buffer) {
   Reset();
-  header->Clear();
   // Dump takes references to the slices (no copy). A buffer that holds nothing at all is the
   // empty message; one whose bytes cannot be had (a failed decompression) is refused.
   if (buffer->Valid() && !buffer->Dump(&slices_).ok()) {
@@ -168,6 +175,55 @@ absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::Mess
   }
   buffer->Clear();
   for (const grpc::Slice& s : slices_) wire_size_ += s.size();
+  return absl::OkStatus();
+}
+
+absl::Status DataMessage::ParseAround(grpc::ByteBuffer* buffer, uint32_t data_field,
+                                      google::protobuf::MessageLite* others) {
+  others->Clear();
+  if (absl::Status s = Take(buffer); !s.ok()) return s;
+  std::string rest;  // Every field but the data field, as it came.
+  Cursor cursor(slices_);
+  absl::Status status;
+  while (status.ok() && !cursor.AtEnd()) {
+    const Cursor::Mark start = cursor.Here();
+    uint64_t field = 0;
+    uint32_t type = 0;
+    status = ReadTag(cursor, &field, &type);
+    if (!status.ok()) break;
+    if (field != data_field || type != kLengthDelimited) {
+      status = SkipField(cursor, field, type, 0);
+      cursor.AppendSince(start, &rest);
+      continue;
+    }
+    data_.clear();  // The last value of a repeated singular field wins.
+    uint64_t length = 0;
+    if (!cursor.ReadVarint(&length) || !cursor.Take(length, &data_)) {
+      status = Malformed(absl::StrCat("field ", field, " is cut short"));
+    }
+    data_size_ = length;
+  }
+  if (status.ok() && !others->ParseFromString(rest)) {
+    status = Malformed("its fields other than the data do not parse");
+  }
+  if (!status.ok()) {
+    Reset();
+    others->Clear();
+  }
+  return status;
+}
+
+void DataMessage::Reset() {
+  slices_.clear();
+  data_.clear();
+  wire_size_ = 0;
+  data_size_ = 0;
+  has_header_ = false;
+}
+
+absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* header) {
+  header->Clear();
+  if (absl::Status s = Take(buffer); !s.ok()) return s;
 
   std::vector<Piece> header_pieces;
   Cursor cursor(slices_);

@@ -1,7 +1,9 @@
-// DataMessage: one EncodeRequest or UpdateRequest as gRPC received it. The small header is
-// parsed with protobuf; the data bytes stay in gRPC's receive slices and are copied once, straight
-// into the store's stripe buffer, instead of twice (protobuf would first copy them into a
-// std::string). ObjectsService receives these two methods as raw grpc::ByteBuffers for that.
+// DataMessage: one EncodeRequest or UpdateRequest as gRPC received it (or, for ecctl, one
+// ReadResponse). The small header is parsed with protobuf; the data bytes stay in gRPC's receive
+// slices and are copied once, straight into the store's stripe buffer (or written from them to
+// ecctl's output), instead of twice (protobuf would first copy them into a std::string).
+// ObjectsService receives these two methods as raw grpc::ByteBuffers for that, and ecctl
+// receives Read and GetBlock responses so.
 #ifndef ECD_DAEMON_DATA_MESSAGE_H_
 #define ECD_DAEMON_DATA_MESSAGE_H_
 
@@ -45,6 +47,11 @@ class DataMessage {
   // filled when the message has a header. INVALID_ARGUMENT (naming what is malformed) when the
   // bytes are not a valid message of this layout; the DataMessage is then empty.
   absl::Status Parse(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* header);
+  // As Parse, for a message whose field `data_field` (bytes) is the data and whose other fields
+  // (scalars, or anything protobuf parses) are parsed into `others`, a message of the same type
+  // (its data field is then left empty), e.g. a ReadResponse. has_header() stays false.
+  absl::Status ParseAround(grpc::ByteBuffer* buffer, uint32_t data_field,
+                           google::protobuf::MessageLite* others);
 
   bool has_header() const { return has_header_; }
   // The serialized size: what --max-message-size limits.
@@ -53,9 +60,13 @@ class DataMessage {
 
   // Copies the data bytes [offset, offset + out.size()) that exist into `out`; returns how many.
   size_t CopyData(uint64_t offset, absl::Span<uint8_t> out) const;
+  // The data bytes, in pieces, in order: spans into the slices this message holds.
+  absl::Span<const absl::Span<const uint8_t>> data() const { return data_; }
 
  private:
   void Reset();
+  // Takes `buffer`'s slices (it is left empty); the message is then reset and holds them.
+  absl::Status Take(grpc::ByteBuffer* buffer);
 
   std::vector<grpc::Slice> slices_;              // Owns the bytes `data_` points into.
   std::vector<absl::Span<const uint8_t>> data_;  // The data field, in pieces, in order.

@@ -84,6 +84,102 @@ absl::Status ParseBothWays(const std::string& bytes, std::mt19937_64& rng) {
   return s;
 }
 
+// Parses `bytes` as a ReadResponse both ways (ParseAround its data field, and protobuf) and
+// checks they agree; returns DataMessage's status.
+absl::Status ParseResponseBothWays(const std::string& bytes, std::mt19937_64& rng) {
+  v1::ReadResponse expected;
+  const bool protobuf_ok = expected.ParseFromString(bytes);
+  grpc::ByteBuffer buffer = Sliced(bytes, RandomCuts(bytes.size(), rng));
+  DataMessage message;
+  v1::ReadResponse fields;
+  fields.set_object_size(99);  // Cleared by the parse.
+  absl::Status s = message.ParseAround(&buffer, 1, &fields);
+  EXPECT_EQ(s.ok(), protobuf_ok) << s;
+  EXPECT_EQ(buffer.Length(), 0u);  // Taken.
+  EXPECT_FALSE(message.has_header());
+  if (!s.ok()) {
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+    EXPECT_EQ(message.data_size(), 0u);
+    EXPECT_TRUE(message.data().empty());
+    EXPECT_EQ(fields.SerializeAsString(), "");
+    return s;
+  }
+  EXPECT_EQ(message.wire_size(), bytes.size());
+  EXPECT_TRUE(fields.data().empty());
+  v1::ReadResponse others = expected;
+  others.clear_data();
+  EXPECT_EQ(fields.SerializeAsString(), others.SerializeAsString());
+  EXPECT_EQ(message.data_size(), expected.data().size());
+  std::string pieces;
+  for (absl::Span<const uint8_t> p : message.data()) {
+    pieces.append(reinterpret_cast<const char*>(p.data()), p.size());
+  }
+  EXPECT_EQ(pieces, expected.data());
+  EXPECT_EQ(DataOf(message, 1 + rng() % 70000), expected.data());
+  return s;
+}
+
+TEST(DataMessageTest, ResponsesMatchProtobufCutAnywhere) {
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 300; ++round) {
+    v1::ReadResponse response;
+    if (rng() % 2 == 0) response.set_object_size(rng());
+    if (rng() % 2 == 0) response.set_reconstructed_blocks(static_cast<uint32_t>(rng() % 40));
+    if (rng() % 2 == 0) response.set_object_version(rng() % 1000);
+    const size_t sizes[] = {0, 1, 127, 128, 16383, 16384, 65536 + 17, 1 << 20};
+    std::string data(sizes[rng() % 8], '\0');
+    for (char& c : data) c = static_cast<char>(rng());
+    response.set_data(data);
+    std::string bytes = response.SerializeAsString();
+    // As ecd sends it: the other fields first, then the data.
+    if (rng() % 2 == 0 && !data.empty()) {
+      v1::ReadResponse others = response;
+      others.clear_data();
+      bytes = others.SerializeAsString() + Bytes(1, data);
+    }
+    ASSERT_TRUE(ParseResponseBothWays(bytes, rng).ok());
+  }
+}
+
+TEST(DataMessageTest, ResponsesSkipUnknownFieldsAndKeepProtobufsRepeatRules) {
+  std::mt19937_64 rng(19);
+  const std::string bytes = Tag(2, 0) + Varint(1000) + Bytes(1, "old data") + Tag(9, 0) +
+                            Varint(300) + Tag(3, 0) + Varint(2) + Bytes(12, "unknown") + Tag(2, 0) +
+                            Varint(2000) +  // object_size again: the last wins.
+                            Bytes(1, "new data") + Tag(4, 0) + Varint(7) + Tag(13, 3) + Tag(1, 0) +
+                            Varint(1) + Tag(13, 4);  // An unknown group.
+  for (int round = 0; round < 50; ++round) {
+    ASSERT_TRUE(ParseResponseBothWays(bytes, rng).ok());
+  }
+  grpc::ByteBuffer buffer = Sliced(bytes, {2, 2, 11, 30});
+  DataMessage message;
+  v1::ReadResponse fields;
+  ASSERT_TRUE(message.ParseAround(&buffer, 1, &fields).ok());
+  EXPECT_EQ(fields.object_size(), 2000u);
+  EXPECT_EQ(fields.reconstructed_blocks(), 2u);
+  EXPECT_EQ(fields.object_version(), 7u);
+  EXPECT_EQ(DataOf(message, 3), "new data");
+}
+
+TEST(DataMessageTest, MalformedResponsesAreRefusedAsProtobufRefusesThem) {
+  std::mt19937_64 rng(23);
+  const std::string cases[] = {
+      Tag(1, 2),                                     // Length missing.
+      Tag(1, 2) + Varint(10) + "short",              // Length past the end.
+      Tag(2, 0),                                     // A varint field with no value.
+      Tag(2, 0) + std::string(10, '\xff') + "\x01",  // Varint of 11 bytes.
+      Tag(9, 3) + Tag(8, 4),                         // A group that ends as another.
+      Tag(9, 4),                                     // An end of group outside one.
+      Tag(9, 7),                                     // Wire type 7.
+      Tag(0, 0) + Varint(1),                         // Field number 0.
+      Bytes(1, "fine") + Tag(9, 1) + "1234",         // Fixed64 cut, after good data.
+  };
+  for (const std::string& bytes : cases) {
+    const absl::Status s = ParseResponseBothWays(bytes, rng);
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  }
+}
+
 TEST(DataMessageTest, MatchesProtobufForRandomRequestsCutAnywhere) {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 300; ++round) {
