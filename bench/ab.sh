@@ -7,10 +7,12 @@
 # and B, so that the machine's drift falls on both. It prints MB/s per round and the ratio of
 # B's median to A's for each phase. For a change to ecd's data path, before and after.
 #
-# Usage: bench/ab.sh A_ECD B_ECD [--ecctl BIN] [--rounds 3] [--size 1G] [--dir DIR]
-#                    [--ecd-arg ARG]...
-#   A_ECD, B_ECD  the two ecd binaries (e.g. a build of the previous commit, then build/)
+# Usage: bench/ab.sh A_ECD B_ECD [--ecctl BIN] [--b-ecctl BIN] [--rounds 3] [--size 1G]
+#                    [--dir DIR] [--ecd-arg ARG]...
+#   A_ECD, B_ECD  the two ecd binaries (e.g. a build of the previous commit, then build/); the
+#                 same binary twice with two clients compares the clients
 #   --ecctl       the client (default build/client/ecctl)
+#   --b-ecctl     the client of B's rounds (default: --ecctl)
 #   --rounds      rounds of A then B (default 3)
 #   --size        bytes of the generated file (default 1G; a multiple of 1 MiB)
 #   --dir         where the data dirs go (default /var/tmp); the file goes to /dev/shm
@@ -35,6 +37,7 @@ ECD_ARGS=()
 while [ $# -gt 0 ]; do
   case $1 in
   --ecctl) ECTL=$2; shift 2 ;;
+  --b-ecctl) B_ECTL=$2; shift 2 ;;
   --rounds) ROUNDS=$2; shift 2 ;;
   --size) SIZE_TEXT=$2; shift 2 ;;
   --dir) BASE=$2; shift 2 ;;
@@ -42,7 +45,8 @@ while [ $# -gt 0 ]; do
   *) die "unknown option $1" ;;
   esac
 done
-for b in "$A_ECD" "$B_ECD" "$ECTL"; do [ -x "$b" ] || die "$b is not an executable"; done
+B_ECTL=${B_ECTL:-$ECTL}
+for b in "$A_ECD" "$B_ECD" "$ECTL" "$B_ECTL"; do [ -x "$b" ] || die "$b is not an executable"; done
 SIZE=$(numfmt --from=iec "$SIZE_TEXT") || die "cannot read --size $SIZE_TEXT"
 [ $((SIZE % 1048576)) -eq 0 ] && [ "$SIZE" -gt 0 ] || die "--size must be a multiple of 1 MiB"
 
@@ -71,9 +75,9 @@ rebuild_mbps() {
 print('%.0f' % (int(d['bytes_rebuilt']) * 8 / 1e6 / (float(sys.argv[2]) - float(sys.argv[1]))))" "$@"
 }
 
-# run BIN: prints "encode read degraded rebuild" MB/s of one round.
+# run BIN ECCTL: prints "encode read degraded rebuild" MB/s of one round.
 run() {
-  local dir=$WORK/data addr t0 t1 t2 t3 t4 t5 t6 t7
+  local dir=$WORK/data addr t0 t1 t2 t3 t4 t5 t6 t7 ECTL=$2
   rm -rf "$dir" "$WORK/port"
   "$1" --data-dir "$dir" --devices 12 --device-size "${DEVICE_MB}M" --listen 127.0.0.1:0 \
     --port-file "$WORK/port" --unix-socket none --metrics-listen "" --scrub-interval-hours 0 \
@@ -115,8 +119,8 @@ run() {
   echo "$(mbps "$t0" "$t1") $(mbps "$t2" "$t3") $(mbps "$t4" "$t5") $(rebuild_mbps "$t6" "$t7" "$WORK/recover.json")"
 }
 
-echo "ab: A = $A_ECD"
-echo "ab: B = $B_ECD"
+echo "ab: A = $A_ECD, client $ECTL"
+echo "ab: B = $B_ECD, client $B_ECTL"
 echo "ab: $SIZE_TEXT file, 8+3 x 1 MiB, 12 devices, $ROUNDS rounds of A then B"
 echo
 echo "| round | build | encode MB/s | read MB/s | read, 3 devices failed, MB/s | rebuild of 1 device, MB/s x 8 |"
@@ -124,10 +128,10 @@ echo "|---:|---|---:|---:|---:|---:|"
 A_ROWS=()
 B_ROWS=()
 for r in $(seq 1 "$ROUNDS"); do
-  row=$(run "$A_ECD")
+  row=$(run "$A_ECD" "$ECTL")
   A_ROWS+=("$row")
   echo "| $r | A | ${row// / | } |"
-  row=$(run "$B_ECD")
+  row=$(run "$B_ECD" "$B_ECTL")
   B_ROWS+=("$row")
   echo "| $r | B | ${row// / | } |"
 done
