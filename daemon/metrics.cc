@@ -106,12 +106,12 @@ StoreData ReadStore(store::Store* store, std::atomic<uint64_t>& errors) {
   }
   absl::StatusOr<std::vector<store::DeviceStatus>> devices = store->ListDevices();
   d.devices_ok = devices.ok();
-  if (devices.ok()) d.devices = *std::move(devices);
   if (!objects.ok() || !devices.ok()) {
     ++errors;
     Log(LogLevel::kWarning, "metrics: cannot read the store: %s",
         (!objects.ok() ? objects.status() : devices.status()).ToString());
   }
+  if (devices.ok()) d.devices = *std::move(devices);
   d.errors = errors.load();
   return d;
 }
