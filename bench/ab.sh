@@ -19,12 +19,13 @@
 #   --ecd-arg     an extra flag for both builds (repeatable)
 # Exit: 0 done; 1 a command failed or the bytes read back differ.
 set -euo pipefail
+shopt -s inherit_errexit  # A failed command inside $(run ...) ends the round too.
 
 die() {
   echo "ab: $*" >&2
   exit 1
 }
-[ $# -ge 2 ] || die "usage: bench/ab.sh A_ECD B_ECD [--ecctl BIN] [--rounds N] [--size S] [--dir D]"
+[ $# -ge 2 ] || die "usage: bench/ab.sh A_ECD B_ECD [--ecctl BIN] [--b-ecctl BIN] [--rounds N] [--size S] [--dir D] [--ecd-arg ARG]..."
 A_ECD=$1
 B_ECD=$2
 shift 2
@@ -83,6 +84,10 @@ run() {
     --port-file "$WORK/port" --unix-socket none --metrics-listen "" --scrub-interval-hours 0 \
     --log-level warn "${ECD_ARGS[@]}" >>"$WORK/ecd.log" 2>&1 &
   PID=$!
+  # This runs in a subshell ($(run ...)): whatever ends it early stops its ecd too.
+  ROUND_OF=$1
+  trap 'rc=$?; if [ -n "$PID" ]; then kill -TERM "$PID" 2>/dev/null || true; fi
+    [ "$rc" -eq 0 ] || echo "ab: a round of $ROUND_OF failed (exit $rc)" >&2' EXIT
   for _ in $(seq 1 300); do
     if [ -s "$WORK/port" ] && "$ECTL" --addr "127.0.0.1:$(cat "$WORK/port")" device ls >/dev/null 2>&1; then
       break
@@ -112,6 +117,8 @@ run() {
   t6=$(now)
   "${ecctl[@]}" --json recover --missing-only ab >"$WORK/recover.json"
   t7=$(now)
+  python3 -c "import json, sys; sys.exit(int(json.load(open(sys.argv[1]))['blocks_rebuilt']) == 0)" \
+    "$WORK/recover.json" || die "$1: the rebuild rebuilt nothing"
   [ "$("${ecctl[@]}" read ab -o - 2>/dev/null | cksum)" = "$SUM" ] || die "$1: the bytes read back after the rebuild differ"
   kill -TERM "$PID"
   wait "$PID" || die "$1 did not stop cleanly"

@@ -9,10 +9,13 @@
 #include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -506,15 +509,32 @@ class Destination {
 
   bool to_stdout() const { return out_ == "-"; }
 
-  // Writes all of `data`, piece after piece; false (errno set) on an error.
+  // Writes all of `data`, its pieces in order (writev, up to IOV_MAX pieces a call); false
+  // (errno set) on an error.
   bool Write(absl::Span<const absl::Span<const uint8_t>> data) {
+    iov_.clear();
     for (absl::Span<const uint8_t> piece : data) {
-      size_t at = 0;
-      while (at < piece.size()) {
-        const ssize_t n = ::write(fd_, piece.data() + at, piece.size() - at);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return false;
-        at += static_cast<size_t>(n);
+      if (!piece.empty()) iov_.push_back({const_cast<uint8_t*>(piece.data()), piece.size()});
+    }
+    size_t first = 0;  // iov_[first...] is left to write.
+    while (first < iov_.size()) {
+      const int count = static_cast<int>(std::min<size_t>(iov_.size() - first, IOV_MAX));
+      const ssize_t n = ::writev(fd_, iov_.data() + first, count);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return false;
+      if (n == 0) {  // Not for a non-empty write; never loop on it.
+        errno = EIO;
+        return false;
+      }
+      for (size_t left = static_cast<size_t>(n); left > 0;) {
+        iovec& v = iov_[first];
+        if (left < v.iov_len) {
+          v.iov_base = static_cast<uint8_t*>(v.iov_base) + left;
+          v.iov_len -= left;
+          break;
+        }
+        left -= v.iov_len;
+        ++first;
       }
     }
     return true;
@@ -570,6 +590,7 @@ class Destination {
   bool committed_ = false;
   bool direct_ = false;  // `out` is not a regular file: written in place.
   bool block_device_ = false;
+  std::vector<iovec> iov_;  // Write's, kept for its capacity.
 };
 
 // Writes a stream of raw ReadResponse messages (Client::RawReader) for `range` into `out` ("-":
@@ -588,7 +609,7 @@ Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& con
         !s.ok()) {
       context.TryCancel();
       throw Failure{kExitEcd, absl::StrCat(what, ": ecd sent a response ecctl cannot read (",
-                                           s.message(), "); nothing was kept")};
+                                           s.message(), ")")};
     }
     if (got.version == 0) got.version = fields.object_version();
     if (fields.object_size() > 0) expected = ExpectedBytes(fields.object_size(), range);

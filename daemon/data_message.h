@@ -36,7 +36,8 @@ int ObjectsMethodIndex(const std::string& name);
 // Other fields are skipped, as protobuf skips unknown fields. As with protobuf, a repeated
 // `data` field keeps its last value and repeated `header` fields merge.
 //
-// Thread safety: none; one call's handler thread owns it.
+// Thread safety: none; one thread owns it (a call's handler in ecd, the reading thread in
+// ecctl).
 class DataMessage {
  public:
   DataMessage() = default;

@@ -171,6 +171,49 @@ TEST(DataMessageTest, ResponsesSkipUnknownFieldsAndKeepProtobufsRepeatRules) {
   EXPECT_EQ(DataOf(message, 3), "new data");
 }
 
+TEST(DataMessageTest, ADataFieldOfAnotherWireTypeIsAnUnknownFieldAsInProtobuf) {
+  std::mt19937_64 rng(29);
+  for (const std::string& bytes :
+       {Bytes(1, "kept") + Tag(1, 0) + Varint(5), Tag(1, 0) + Varint(5) + Bytes(1, "kept"),
+        Tag(1, 5) + "abcd" + Tag(2, 0) + Varint(3)}) {
+    for (int round = 0; round < 20; ++round) {
+      ASSERT_TRUE(ParseResponseBothWays(bytes, rng).ok());
+    }
+  }
+}
+
+TEST(DataMessageTest, AReusedMessageKeepsNothingOfTheMessageBefore) {
+  v1::ReadResponse first;
+  first.set_data("first data");
+  first.set_object_size(10);
+  first.set_reconstructed_blocks(2);
+  v1::ReadResponse second;
+  second.set_object_version(3);
+  DataMessage message;
+  v1::ReadResponse fields;
+  grpc::ByteBuffer a = Sliced(first.SerializeAsString(), {5});
+  ASSERT_TRUE(message.ParseAround(&a, 1, &fields).ok());
+  EXPECT_EQ(DataOf(message, 4), "first data");
+  grpc::ByteBuffer b = Sliced(second.SerializeAsString(), {});
+  ASSERT_TRUE(message.ParseAround(&b, 1, &fields).ok());
+  EXPECT_EQ(message.data_size(), 0u);
+  EXPECT_TRUE(message.data().empty());
+  EXPECT_EQ(fields.object_size(), 0u);
+  EXPECT_EQ(fields.reconstructed_blocks(), 0u);
+  EXPECT_EQ(fields.object_version(), 3u);
+  EXPECT_EQ(message.wire_size(), second.SerializeAsString().size());
+  // A request parsed into the same object afterwards, as the daemon parses them.
+  v1::EncodeRequest request;
+  request.mutable_header()->set_name("n");
+  request.set_data("req");
+  grpc::ByteBuffer c = Sliced(request.SerializeAsString(), {1});
+  v1::EncodeHeader header;
+  ASSERT_TRUE(message.Parse(&c, &header).ok());
+  EXPECT_TRUE(message.has_header());
+  EXPECT_EQ(header.name(), "n");
+  EXPECT_EQ(DataOf(message, 2), "req");
+}
+
 TEST(DataMessageTest, MalformedResponsesAreRefusedAsProtobufRefusesThem) {
   std::mt19937_64 rng(23);
   const std::string cases[] = {

@@ -167,13 +167,14 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--stripes-in-flight", f.stripes_in_flight,
-                 "Stripe buffers one encode, read or recover keeps at most, 2..64: the depth of "
-                 "its pipeline. 0: each picks its own (encode --ec-workers + 3, read 3, recover "
-                 "4). The memory limit may give a request fewer (docs/limits.md)")
+                 "Stripe buffers one encode, read or recover (scrub and rebuild jobs too) keeps "
+                 "at most, 2..64: the depth of its pipeline. 0: each picks its own (encode "
+                 "--ec-workers + 3, read 3, recover 4). With --memory-limit a request gets at "
+                 "most a quarter of it (docs/limits.md)")
       ->check([](const std::string& text) -> std::string {
         size_t n = 0;
         if (!absl::SimpleAtoi(text, &n) || n == 1 || n > ecd::store::kMaxStripesInFlight) {
-          return "must be 0 or 2..64";
+          return absl::StrCat("must be 0 or 2..", ecd::store::kMaxStripesInFlight);
         }
         return "";
       })

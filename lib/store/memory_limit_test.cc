@@ -394,20 +394,38 @@ TEST_F(StripesInFlightTest, SetsTheDepthOfEncodeReadAndRecoverPipelines) {
   EXPECT_EQ(StripesReserved("seven"), (std::vector<uint64_t>{7, 7, 7}));
 }
 
-TEST_F(StripesInFlightTest, ARecoverStaysInsideAQuarterOfTheLimitWhateverIsAsked) {
+TEST_F(StripesInFlightTest, NoRequestTakesMoreThanAQuarterOfTheLimitWhateverIsAsked) {
   OpenWith(30);  // A quarter of the 40 stripes of room is 10.
-  EXPECT_EQ(StripesReserved("wide")[2], 10u);
+  EXPECT_EQ(StripesReserved("wide"), (std::vector<uint64_t>{10, 10, 10}));
 }
 
-TEST_F(StripesInFlightTest, OneOrMoreThanTheMostIsRefusedAtOpen) {
+TEST_F(StripesInFlightTest, AReadAsksForNoMoreStripesThanItReads) {
+  OpenWith(7);
+  const std::vector<uint8_t> data = RandomBytes(12 * 16384, 10);
+  ASSERT_TRUE(Put("o", data).ok());
+  const MemoryBudget& budget = store_->memory_budget();
+  HoldingSink one(budget, 0);
+  ASSERT_TRUE(store_->Read("o", 16384 + 5, 100, one).ok());  // Inside stripe 1.
+  EXPECT_EQ(one.bytes, std::vector<uint8_t>(data.begin() + 16389, data.begin() + 16489));
+  EXPECT_EQ(one.reserved_during_read, kStripe);
+  HoldingSink two(budget, 0);
+  ASSERT_TRUE(store_->Read("o", 16380, 10, two).ok());  // Across stripes 0 and 1.
+  EXPECT_EQ(two.bytes, std::vector<uint8_t>(data.begin() + 16380, data.begin() + 16390));
+  EXPECT_EQ(two.reserved_during_read, 2 * kStripe);
+}
+
+TEST(StripesInFlight, OneOrMoreThanTheMostIsRefusedBeforeAnythingIsCreated) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("ecd_stripes_in_flight_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
   for (size_t bad : {size_t{1}, kMaxStripesInFlight + 1}) {
-    store_.reset();
     StoreOptions o;
-    o.data_dir = dir_.string();
+    o.data_dir = dir.string();
     o.stripes_in_flight = bad;
     absl::StatusOr<std::unique_ptr<Store>> s = Store::Open(o);
     ASSERT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.status().message().find("2..64"), std::string::npos) << s.status();
+    EXPECT_FALSE(std::filesystem::exists(dir)) << "Open created " << dir;
   }
 }
 

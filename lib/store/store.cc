@@ -412,6 +412,15 @@ uint64_t Store::LbasPerBlock(uint64_t block_size) const {
   return (block_size + options_.lba_size - 1) / options_.lba_size;
 }
 
+size_t Store::PipelineDepth(size_t own, uint64_t unit) const {
+  if (options_.stripes_in_flight == 0) return own;
+  size_t depth = options_.stripes_in_flight;
+  if (const uint64_t share = budget_->limit_bytes() / 4; share != 0 && unit != 0) {
+    depth = std::clamp<size_t>(static_cast<size_t>(share / unit), 2, depth);
+  }
+  return depth;
+}
+
 std::shared_ptr<Namespace> Store::NamespaceOf(uint32_t id, bool online_only) {
   std::lock_guard lock(mu_);
   if (id >= devices_.size()) return nullptr;
@@ -478,9 +487,9 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   // also computes its blocks' CRC32C and stages them for the devices (StartBlockWrites), so this
   // thread only copies the source's bytes in. Memory is (workers + 1 + kWritesInFlight) stripes
   // (or stripes_in_flight) whatever the object's size.
-  const size_t depth =
-      budget_->Fit(RoundUpToPage(static_cast<uint64_t>(m + k) * stride),
-                   PipelineDepth(static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight));
+  const uint64_t unit = RoundUpToPage(static_cast<uint64_t>(m + k) * stride);
+  const size_t depth = budget_->Fit(
+      unit, PipelineDepth(static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight, unit));
   absl::StatusOr<StripeSet> buffers =
       AllocateStripes(std::vector<int>(depth, m + k), object.block_size);
   if (!buffers.ok()) return buffers.status();
@@ -1227,10 +1236,14 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   // stripes (stripes_in_flight - 1) are being read.
   // The sink's own buffers are reserved with the stripes, and it is finished (below) while
   // they still are.
+  // No more stripes than the read touches.
   const uint64_t held = sink.held_bytes(end - offset);
+  const uint64_t unit =
+      RoundUpToPage(static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size);
+  const uint64_t touched = (end - 1) / stripe_bytes - offset / stripe_bytes + 1;
   const size_t depth = budget_->Fit(
-      RoundUpToPage(static_cast<uint64_t>(width) * LbasPerBlock(bs) * options_.lba_size),
-      PipelineDepth(kReadAhead + 1), held);
+      unit, static_cast<size_t>(std::min<uint64_t>(PipelineDepth(kReadAhead + 1, unit), touched)),
+      held);
   absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs, held);
   if (!buffers.ok()) return FailSink(sink, buffers.status());
   std::vector<StripeBuffer*> idle;
@@ -1604,10 +1617,12 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         // At most a quarter of the memory limit beyond the two stripes every object may ask
         // for: a recover that sized itself to the whole limit would wait for every other
         // request to drain at each batch, and every later request would queue behind it.
-        uint64_t depth = PipelineDepth(kRecoverStripes);
+        uint64_t depth = PipelineDepth(kRecoverStripes, unit);
         if (const uint64_t share = budget_->limit_bytes() / 4; share != 0) {
           depth = std::clamp<uint64_t>(share > extra ? (share - extra) / unit : 0, 2, depth);
         }
+        // No more than the object has (but 2, which the walk needs).
+        depth = std::min<uint64_t>(depth, std::max<uint64_t>(object.stripe_count, 2));
         std::vector<int> blocks(depth, width);
         if (options.verify_parity) blocks.push_back(k);
         absl::StatusOr<StripeSet> allocated = AllocateStripes(blocks, object.block_size);

@@ -7,11 +7,13 @@
 // and flushed on its device; until then it is invisible and a crash leaves no trace (its pending
 // rows are dropped and its extents are free at the next Open).
 // Memory: each request's stripe buffers come out of one budget (StoreOptions::memory_limit);
-// an encode holds up to ec_workers + 3 stripes of (M+K) x block size bytes, a read 3, an update
-// 2, a recover 2 (and K blocks to verify parity), a verifying stat 1; a wide stripe gets a
-// shallower pipeline so that it fits. Encode refuses shapes whose stripe exceeds max_stripe_bytes.
-// Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
-// update, delete and recover of an object exclude other requests on that object only.
+// an encode holds up to ec_workers + 3 stripes of (M+K) x block size bytes, a read up to 3 (no
+// more than it reads), an update 2, a recover up to 4 within a quarter of the budget (and K
+// blocks to verify parity), a verifying stat 1 (StoreOptions::stripes_in_flight sets the
+// encode's, read's and recover's); a wide stripe gets a shallower pipeline so that it fits. Encode
+// refuses shapes whose stripe exceeds max_stripe_bytes. Thread safety: all methods are thread-safe.
+// Reads and stats of an object run concurrently; update, delete and recover of an object exclude
+// other requests on that object only.
 #ifndef ECD_LIB_STORE_STORE_H_
 #define ECD_LIB_STORE_STORE_H_
 
@@ -71,13 +73,15 @@ struct StoreOptions {
   size_t memory_waiters = 64;
   absl::Duration memory_wait = absl::Seconds(60);
   size_t max_name_length = kDefaultMaxNameLength;  // Bytes; see ValidateObjectName.
-  // Stripe buffers one encode, read or recover keeps at most: the depth of its pipeline (one
-  // stripe being filled, sent or rebuilt, the others being encoded, read or written). 0: each
-  // picks its own (encode ec_workers + 3, read 3, recover 4); else 2..kMaxStripesInFlight. Deeper
-  // pipelines keep more device I/O in flight per request, at (M+K) x block size of memory per
-  // stripe. The memory limit still bounds every request (a recover to a quarter of it), so a
-  // request may get a shallower pipeline than asked for, down to 2 (1 for an encode or read
-  // of a stripe too wide for 2).
+  // Stripe buffers one encode, read or recover (and so scrub and rebuild jobs, which recover)
+  // keeps at most: the depth of its pipeline (one stripe being filled, sent or rebuilt, the
+  // others being encoded, read or written). 0: each picks its own (encode ec_workers + 3, read
+  // 3, recover 4); else 2..kMaxStripesInFlight. Deeper pipelines keep more device I/O in flight
+  // per request, at (M+K) x block size of memory per stripe. With a memory limit, a request
+  // gets at most a quarter of it (at least 2 stripes), so that one request cannot hold the
+  // budget while the others wait; a read never more stripes than it reads. A request may get a
+  // shallower pipeline than asked for, down to 2 (1 for an encode or read of a stripe too wide
+  // for 2).
   size_t stripes_in_flight = 0;
   // EC engine threads. Each encode keeps ec_workers + 3 stripes in memory by default (see
   // stripes_in_flight), so that every worker encodes a stripe while one is filled and the
@@ -331,11 +335,10 @@ class Store {
   absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
                                                             int parity);
   uint64_t LbasPerBlock(uint64_t block_size) const;
-  // The stripes a request's pipeline asks for: StoreOptions::stripes_in_flight when set, else
-  // `own` (the request's default depth). The memory budget may still give it fewer.
-  size_t PipelineDepth(size_t own) const {
-    return options_.stripes_in_flight != 0 ? options_.stripes_in_flight : own;
-  }
+  // The stripes a request's pipeline asks for, of `unit` bytes each: `own` (the request's
+  // default depth), or StoreOptions::stripes_in_flight when set, then at most what fits a
+  // quarter of the memory limit (at least 2). The memory budget may still give it fewer.
+  size_t PipelineDepth(size_t own, uint64_t unit) const;
   // The stripe buffers of one request, one per entry of `blocks` (its block count), each block
   // of `block_size` bytes: reserved from the budget (waiting for it), then allocated.
   // `extra` more bytes are reserved with the stripes (a sink's own buffers: held_bytes).

@@ -907,9 +907,9 @@ int main(int argc, char** argv) {
               injector.fails, injector.evacuations, injector.media_errors, injector.recovers);
 
   // Peak RSS against the bound of docs/load.md:
-  //   requests = (clients + 3) x (ec_workers + 1) x max_stripe_memory
+  //   requests = (clients + 3) x (ec_workers + 3) x max_stripe_memory
   //              (every client request, a rebuild job, a recover and a scrub, each holding at
-  //              most an encode's ec_workers + 1 stripes)
+  //              most an encode's ec_workers + 3 stripes; a read holds 3, a recover 4)
   //   bound = 64 MiB base + devices x nvme_host_memory + 2 x requests
   //         + clients x 16 MiB (gRPC buffers: the daemon accepts 16 MiB messages)
   //   The factor 2 is glibc's: freed stripes stay resident in its per-thread arenas (measured:
@@ -921,7 +921,7 @@ int main(int argc, char** argv) {
                 static_cast<double>(ProcStatus(o.pid, "RssAnon")) / kMiB,
                 static_cast<double>(ProcStatus(o.pid, "RssFile")) / kMiB,
                 static_cast<double>(ProcStatus(o.pid, "RssShmem")) / kMiB);
-    const uint64_t requests = (o.clients + 3ull) * (o.ec_workers + 1ull) * o.max_stripe_memory;
+    const uint64_t requests = (o.clients + 3ull) * (o.ec_workers + 3ull) * o.max_stripe_memory;
     uint64_t bound =
         64 * kMiB + o.devices * o.nvme_host_memory + 2 * requests + o.clients * 16 * kMiB;
     if (o.sanitized) bound = 2 * bound + 256 * kMiB;
