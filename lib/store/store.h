@@ -7,13 +7,14 @@
 // and flushed on its device; until then it is invisible and a crash leaves no trace (its pending
 // rows are dropped and its extents are free at the next Open).
 // Memory: each request's stripe buffers come out of one budget (StoreOptions::memory_limit);
-// an encode holds up to ec_workers + 3 stripes of (M+K) x block size bytes, a read up to 3 (no
-// more than it reads), an update 2, a recover up to 4 within a quarter of the budget (and K
-// blocks to verify parity), a verifying stat 1 (StoreOptions::stripes_in_flight sets the
-// encode's, read's and recover's); a wide stripe gets a shallower pipeline so that it fits. Encode
-// refuses shapes whose stripe exceeds max_stripe_bytes. Thread safety: all methods are thread-safe.
-// Reads and stats of an object run concurrently; update, delete and recover of an object exclude
-// other requests on that object only.
+// an encode holds up to ec_workers + 3 stripes of (M+K) x block size bytes, a read up to 3
+// (no more than it reads), an update 2, a recover up to 4 within a quarter of the budget (and
+// K blocks to verify parity), a verifying stat 1 (StoreOptions::stripes_in_flight sets the
+// encode's, read's and recover's); a wide stripe gets a shallower pipeline so that it fits.
+// Encode refuses shapes whose stripe exceeds max_stripe_bytes.
+//
+// Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
+// update, delete and recover of an object exclude other requests on that object only.
 #ifndef ECD_LIB_STORE_STORE_H_
 #define ECD_LIB_STORE_STORE_H_
 
