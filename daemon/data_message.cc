@@ -117,6 +117,18 @@ absl::Status ReadTag(Cursor& cursor, uint64_t* field, uint32_t* type) {
   return absl::OkStatus();
 }
 
+// Reads a length-delimited value of `field`, appending its bytes to `pieces` (when given) as
+// spans into the slices; *length (when given) is its length.
+absl::Status TakeLengthDelimited(Cursor& cursor, uint64_t field, std::vector<Piece>* pieces,
+                                 uint64_t* length = nullptr) {
+  uint64_t n = 0;
+  if (!cursor.ReadVarint(&n) || !cursor.Take(n, pieces)) {
+    return Malformed(absl::StrCat("field ", field, " is cut short"));
+  }
+  if (length != nullptr) *length = n;
+  return absl::OkStatus();
+}
+
 // Moves past the value of a field that is not kept (an unknown field, as protobuf skips one);
 // `depth` is how many groups enclose it.
 absl::Status SkipField(Cursor& cursor, uint64_t field, uint32_t type, int depth) {
@@ -132,10 +144,7 @@ absl::Status SkipField(Cursor& cursor, uint64_t field, uint32_t type, int depth)
       }
       return absl::OkStatus();
     case kLengthDelimited:
-      if (!cursor.ReadVarint(&value) || !cursor.Take(value, nullptr)) {
-        return Malformed(absl::StrCat("field ", field, " is cut short"));
-      }
-      return absl::OkStatus();
+      return TakeLengthDelimited(cursor, field, nullptr);
     case kStartGroup:
       if (depth == kMaxGroupDepth) return Malformed("groups nest too deep");
       while (true) {
@@ -152,6 +161,29 @@ absl::Status SkipField(Cursor& cursor, uint64_t field, uint32_t type, int depth)
     default:
       return Malformed(absl::StrCat("field ", field, " has wire type ", type));
   }
+}
+
+// Walks the fields of the message under `cursor`. The value of field `data_field` (length-
+// delimited) is taken into *data as spans into the slices, with its length in *data_size; a
+// repeated one replaces the one before, as in protobuf. Every other field goes to
+// other(cursor, field, type, start), `start` marking its tag, which must move past its value.
+template <typename Other>
+absl::Status WalkFields(Cursor& cursor, uint32_t data_field, std::vector<Piece>* data,
+                        uint64_t* data_size, Other other) {
+  while (!cursor.AtEnd()) {
+    const Cursor::Mark start = cursor.Here();
+    uint64_t field = 0;
+    uint32_t type = 0;
+    if (absl::Status s = ReadTag(cursor, &field, &type); !s.ok()) return s;
+    if (field != data_field || type != kLengthDelimited) {
+      if (absl::Status s = other(cursor, field, type, start); !s.ok()) return s;
+      continue;
+    }
+    data->clear();
+    *data_size = 0;
+    if (absl::Status s = TakeLengthDelimited(cursor, field, data, data_size); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -184,25 +216,13 @@ absl::Status DataMessage::ParseAround(grpc::ByteBuffer* buffer, uint32_t data_fi
   if (absl::Status s = Take(buffer); !s.ok()) return s;
   std::string rest;  // Every field but the data field, as it came.
   Cursor cursor(slices_);
-  absl::Status status;
-  while (status.ok() && !cursor.AtEnd()) {
-    const Cursor::Mark start = cursor.Here();
-    uint64_t field = 0;
-    uint32_t type = 0;
-    status = ReadTag(cursor, &field, &type);
-    if (!status.ok()) break;
-    if (field != data_field || type != kLengthDelimited) {
-      status = SkipField(cursor, field, type, 0);
-      cursor.AppendSince(start, &rest);
-      continue;
-    }
-    data_.clear();  // The last value of a repeated singular field wins.
-    uint64_t length = 0;
-    if (!cursor.ReadVarint(&length) || !cursor.Take(length, &data_)) {
-      status = Malformed(absl::StrCat("field ", field, " is cut short"));
-    }
-    data_size_ = length;
-  }
+  absl::Status status =
+      WalkFields(cursor, data_field, &data_, &data_size_,
+                 [&rest](Cursor& c, uint64_t field, uint32_t type, Cursor::Mark start) {
+                   absl::Status s = SkipField(c, field, type, 0);
+                   c.AppendSince(start, &rest);
+                   return s;
+                 });
   if (status.ok() && !others->ParseFromString(rest)) {
     status = Malformed("its fields other than the data do not parse");
   }
@@ -227,30 +247,13 @@ absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::Mess
 
   std::vector<Piece> header_pieces;
   Cursor cursor(slices_);
-  absl::Status status;
-  while (status.ok() && !cursor.AtEnd()) {
-    uint64_t field = 0;
-    uint32_t type = 0;
-    status = ReadTag(cursor, &field, &type);
-    if (!status.ok()) break;
-    if (type != kLengthDelimited || (field != kHeaderField && field != kDataField)) {
-      status = SkipField(cursor, field, type, 0);
-      continue;
-    }
-    uint64_t length = 0;
-    std::vector<Piece>* pieces = &header_pieces;
-    if (field == kHeaderField) {
-      has_header_ = true;
-    } else {
-      data_.clear();  // The last value of a repeated singular field wins.
-      data_size_ = 0;
-      pieces = &data_;
-    }
-    if (!cursor.ReadVarint(&length) || !cursor.Take(length, pieces)) {
-      status = Malformed(absl::StrCat("field ", field, " is cut short"));
-    }
-    if (field == kDataField) data_size_ = length;
-  }
+  absl::Status status = WalkFields(cursor, kDataField, &data_, &data_size_,
+                                   [&](Cursor& c, uint64_t field, uint32_t type, Cursor::Mark) {
+                                     if (field != kHeaderField || type != kLengthDelimited)
+                                       return SkipField(c, field, type, 0);
+                                     has_header_ = true;
+                                     return TakeLengthDelimited(c, field, &header_pieces);
+                                   });
   if (status.ok() && has_header_) {
     std::string bytes;
     for (Piece p : header_pieces) bytes.append(reinterpret_cast<const char*>(p.data()), p.size());

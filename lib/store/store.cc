@@ -412,13 +412,15 @@ uint64_t Store::LbasPerBlock(uint64_t block_size) const {
   return (block_size + options_.lba_size - 1) / options_.lba_size;
 }
 
+size_t Store::WithinQuarter(size_t depth, uint64_t unit, uint64_t extra) const {
+  const uint64_t share = budget_->limit_bytes() / 4;
+  if (share == 0 || unit == 0) return depth;
+  return std::clamp<size_t>(share > extra ? static_cast<size_t>((share - extra) / unit) : 0, 2,
+                            depth);
+}
+
 size_t Store::PipelineDepth(size_t own, uint64_t unit) const {
-  if (options_.stripes_in_flight == 0) return own;
-  size_t depth = options_.stripes_in_flight;
-  if (const uint64_t share = budget_->limit_bytes() / 4; share != 0 && unit != 0) {
-    depth = std::clamp<size_t>(static_cast<size_t>(share / unit), 2, depth);
-  }
-  return depth;
+  return options_.stripes_in_flight == 0 ? own : WithinQuarter(options_.stripes_in_flight, unit);
 }
 
 std::shared_ptr<Namespace> Store::NamespaceOf(uint32_t id, bool online_only) {
@@ -1617,10 +1619,9 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         // At most a quarter of the memory limit beyond the two stripes every object may ask
         // for: a recover that sized itself to the whole limit would wait for every other
         // request to drain at each batch, and every later request would queue behind it.
-        uint64_t depth = PipelineDepth(kRecoverStripes, unit);
-        if (const uint64_t share = budget_->limit_bytes() / 4; share != 0) {
-          depth = std::clamp<uint64_t>(share > extra ? (share - extra) / unit : 0, 2, depth);
-        }
+        uint64_t depth = WithinQuarter(
+            options_.stripes_in_flight != 0 ? options_.stripes_in_flight : kRecoverStripes, unit,
+            extra);
         // No more than the object has (but 2, which the walk needs).
         depth = std::min<uint64_t>(depth, std::max<uint64_t>(object.stripe_count, 2));
         std::vector<int> blocks(depth, width);

@@ -97,9 +97,9 @@ struct StoreOptions {
   // reserves its DMA memory): stripe buffers are runs of it, moved without copies or per-I/O
   // page pinning, and resident from the start. Stripe buffers beyond it (or when it is
   // fragmented) are mapped per request (resident only while used) and staged through the
-  // devices' pools. 0, or no
-  // memory limit: no arena. Each device pins the arena when it opens, which grows faster than
-  // the arena (12 devices: 0.3 s at 512 MiB, 1.5 s at 1 GiB, 4.9 s at 2 GiB here).
+  // devices' pools. 0, or no memory limit: no arena. Each device pins the arena when it opens,
+  // which grows faster than the arena (12 devices: 0.3 s at 512 MiB, 1.5 s at 1 GiB, 4.9 s at
+  // 2 GiB here).
   uint64_t dma_arena_bytes = uint64_t{512} << 20;
   NamespaceFactory namespace_factory;  // Defaults to OpenNvmeNamespace with `nvme`.
   // Metrics hooks, each may be empty; called on the thread doing the work, so they must be
@@ -336,9 +336,12 @@ class Store {
   absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
                                                             int parity);
   uint64_t LbasPerBlock(uint64_t block_size) const;
-  // The stripes a request's pipeline asks for, of `unit` bytes each: `own` (the request's
-  // default depth), or StoreOptions::stripes_in_flight when set, then at most what fits a
-  // quarter of the memory limit (at least 2). The memory budget may still give it fewer.
+  // `depth` stripes of `unit` bytes, or fewer so that they and `extra` bytes fit a quarter of
+  // the memory limit, but at least 2. REQUIRES: depth >= 2.
+  size_t WithinQuarter(size_t depth, uint64_t unit, uint64_t extra = 0) const;
+  // The stripes an encode's or read's pipeline asks for, of `unit` bytes each: `own` (the
+  // request's default depth), or StoreOptions::stripes_in_flight when set, WithinQuarter. The
+  // memory budget may still give it fewer.
   size_t PipelineDepth(size_t own, uint64_t unit) const;
   // The stripe buffers of one request, one per entry of `blocks` (its block count), each block
   // of `block_size` bytes: reserved from the budget (waiting for it), then allocated.

@@ -16,7 +16,7 @@
 namespace ecd::store {
 
 // Thread safety: an object is used by one thread at a time; different objects may share the
-// arena and the map from any threads.
+// arena from any threads.
 class StripeMemory {
  public:
   // `bytes` > 0 of zeroed memory. `arena` may be null and must outlive this object. get() is
