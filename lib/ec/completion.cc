@@ -18,6 +18,11 @@ void Completion::Done(absl::Status status) {
   }
 }
 
+absl::Status Completion::Wait(Engine& engine) {
+  if (!engine.spare_cpu()) engine.Progress([this] { return ready(); });
+  return Wait(kDefaultPoll);
+}
+
 absl::Status Completion::Wait(std::chrono::microseconds poll) {
   internal::PollFor(poll, [&] { return finished_.load(std::memory_order_acquire) != 0; });
   while (finished_.load(std::memory_order_acquire) == 0)

@@ -5,7 +5,8 @@
 // loop polls its completion queue) and only then sleeps on a futex, so a batch that ends within
 // the poll window costs no wake-up of the waiting thread (tens of microseconds on a VM, a third
 // of a 16-stripe batch of 64 KiB blocks). Together with the engine workers' own poll window
-// (EngineOptions::poll) a stream of batches pays no thread hand-off at all.
+// (EngineOptions::poll) a stream of batches pays no thread hand-off at all. Wait(engine) also
+// lends the waiting thread to the engine when its workers occupy every CPU (see there).
 //
 // Thread safety: Callback()'s callbacks may run on any threads, concurrently; Wait() may be
 // called by one thread at a time. The Completion must outlive every callback it handed out
@@ -42,9 +43,18 @@ class Completion {
   // Blocks until every task has completed; returns the first non-OK status, else OK. Polls for
   // `poll` before sleeping (0: sleeps at once).
   absl::Status Wait(std::chrono::microseconds poll = kDefaultPoll);
-  // As above, polling for as long as suits `engine`'s tasks (Engine::waiter_poll: not at all
-  // when its workers occupy every CPU).
-  absl::Status Wait(const Engine& engine) { return Wait(engine.waiter_poll()); }
+  // As above, for tasks of `engine`, waiting as suits its workers (Engine::spare_cpu):
+  // - When they leave a CPU free, polls for kDefaultPoll, then sleeps. The tasks are left to
+  //   the workers: a waiter that ran them too would add a thread to the pool the operator
+  //   configured.
+  // - When they occupy every CPU, first runs queued tasks itself (Engine::Progress) until this
+  //   countdown ends or none is queued, then polls for the tasks the workers still run, then
+  //   sleeps. The waiter takes a worker's turn on a CPU instead of sleeping through the batch
+  //   and being woken at its end, a wake-up of 10-50 us on a VM (a tenth to a third of a
+  //   16-stripe 4+2 batch of 64 KiB blocks on two workers; docs/benchmarks.md). Whatever is
+  //   queued is run in order, tasks of other callers included; once this countdown has ended,
+  //   the waiter takes no more.
+  absl::Status Wait(Engine& engine);
 
   // True once every task has completed (never blocks).
   bool ready() const { return finished_.load(std::memory_order_acquire) != 0; }

@@ -1,11 +1,16 @@
 // Tests Completion: it waits for exactly its tasks, reports the first failure, wakes a sleeping
-// waiter, and may be destroyed as soon as Wait returns.
+// waiter, may be destroyed as soon as Wait returns, and on an engine whose workers occupy every
+// CPU runs the queued tasks itself (and only then).
 #include "lib/ec/completion.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -81,23 +86,145 @@ TEST(CompletionTest, EngineTasksCompleteIt) {
   }
 }
 
-// A waiter polls only when the engine's workers leave it a CPU: on a CPU a worker needs, a
-// yielding poller takes a fair share of it.
-TEST(CompletionTest, WaitPollsOnlyWhenACpuIsLeftForTheWaiter) {
+// Engines whose workers block after their first task until released, so that a test knows
+// which thread runs what is queued next.
+class BlockedWorkers {
+ public:
+  explicit BlockedWorkers(int workers)
+      : engine_(EngineOptions{.workers = workers,
+                              .on_task_done = [this](TaskKind, std::chrono::nanoseconds) {
+                                if (std::this_thread::get_id() == caller_) return;
+                                std::unique_lock lock(mu_);
+                                ++blocked_;
+                                changed_.notify_all();
+                                changed_.wait(lock, [&] { return released_; });
+                              }}) {
+    // One task at a time, each taken by a worker not yet blocked, until every worker is.
+    for (int i = 0; i < workers; ++i) {
+      engine_.Submit(GaloisMulTask{}, [](absl::Status) {});
+      std::unique_lock lock(mu_);
+      changed_.wait(lock, [&] { return blocked_ == i + 1; });
+    }
+  }
+  ~BlockedWorkers() { Release(); }
+  Engine& engine() { return engine_; }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  const std::thread::id caller_ = std::this_thread::get_id();
+  std::mutex mu_;
+  std::condition_variable changed_;
+  int blocked_ = 0;
+  bool released_ = false;
+  Engine engine_;  // Last: its workers use the members above until it is destroyed.
+};
+
+// Submits `n` 1 x 1 Galois multiplies by 3 of 64 B blocks to `engine`, counted down by `done`;
+// records the thread each ran on. Returns the sources; `dst` gets the products.
+std::vector<std::vector<uint8_t>> SubmitMultiplies(Engine& engine, Completion& done, int n,
+                                                   std::vector<std::vector<uint8_t>>& dst,
+                                                   std::vector<std::thread::id>& ran_on,
+                                                   std::mutex& mu) {
+  std::vector<std::vector<uint8_t>> src(n, std::vector<uint8_t>(64));
+  dst.assign(n, std::vector<uint8_t>(64, 0));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < 64; ++i) src[t][i] = static_cast<uint8_t>(t * 64 + i);
+  }
+  for (int t = 0; t < n; ++t) {
+    GaloisMulTask task{{3}, 1, 1, {}, {}};
+    task.src.emplace_back(src[t]);
+    task.dst.emplace_back(absl::MakeSpan(dst[t]));
+    engine.Submit(
+        std::move(task),
+        [&, callback = done.Callback()](absl::Status s) {
+          {
+            std::lock_guard lock(mu);
+            ran_on.push_back(std::this_thread::get_id());
+          }
+          callback(std::move(s));
+        },
+        t + 1 == n ? SubmitFlag::kFlush : SubmitFlag::kNone);
+  }
+  return src;
+}
+
+// x * 3 over GF(2^8): x * 2 xor x.
+uint8_t TimesThree(uint8_t x) {
+  const uint8_t twice = static_cast<uint8_t>((x << 1) ^ ((x & 0x80) ? 0x1d : 0));
+  return twice ^ x;
+}
+
+// With a worker on every CPU, a waiter runs queued tasks itself instead of sleeping until the
+// workers have: here every worker is held, and the waiter runs the whole batch.
+TEST(CompletionTest, WaitRunsTheQueueItselfWhenTheWorkersOccupyEveryCpu) {
   const int cpus = internal::UsableCpus();
-  ASSERT_GE(cpus, 1);
+  BlockedWorkers held(cpus);
+  ASSERT_FALSE(held.engine().spare_cpu());
+  Completion done(8);
+  std::vector<std::vector<uint8_t>> dst;
+  std::vector<std::thread::id> ran_on;
+  std::mutex mu;
+  const auto src = SubmitMultiplies(held.engine(), done, 8, dst, ran_on, mu);
+  // Should the waiter sleep instead, the workers are let go after 5 s and run the batch.
+  std::promise<void> waited;
+  std::thread watchdog([&, w = waited.get_future()] {
+    w.wait_for(std::chrono::seconds(5));
+    held.Release();
+  });
+  ASSERT_TRUE(done.Wait(held.engine()).ok());
+  waited.set_value();
+  watchdog.join();
+  ASSERT_EQ(ran_on.size(), 8u);
+  for (const std::thread::id id : ran_on) EXPECT_EQ(id, std::this_thread::get_id());
+  for (int t = 0; t < 8; ++t) {
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(dst[t][i], TimesThree(src[t][i])) << t << " " << i;
+  }
+}
+
+// With a CPU left free, the waiter leaves the tasks to the workers: it would otherwise add a
+// thread to the pool the operator sized.
+TEST(CompletionTest, WaitLeavesTheTasksToTheWorkersWhenACpuIsFree) {
+  const int cpus = internal::UsableCpus();
+  if (cpus < 2) GTEST_SKIP() << "needs 2 CPUs, this process may use " << cpus;
+  BlockedWorkers held(cpus - 1);
+  ASSERT_TRUE(held.engine().spare_cpu());
+  Completion done(8);
+  std::vector<std::vector<uint8_t>> dst;
+  std::vector<std::thread::id> ran_on;
+  std::mutex mu;
+  const auto src = SubmitMultiplies(held.engine(), done, 8, dst, ran_on, mu);
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    held.Release();
+  });
+  ASSERT_TRUE(done.Wait(held.engine()).ok());
+  release.join();
+  ASSERT_EQ(ran_on.size(), 8u);
+  for (const std::thread::id id : ran_on) EXPECT_NE(id, std::this_thread::get_id());
+  for (int t = 0; t < 8; ++t) {
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(dst[t][i], TimesThree(src[t][i])) << t << " " << i;
+  }
+}
+
+// Whichever way it waits, Wait(engine) returns the first failure of its tasks.
+TEST(CompletionTest, WaitOnAnEngineReturnsTheFirstFailure) {
+  const int cpus = internal::UsableCpus();
   Engine all(EngineOptions{.workers = cpus});
-  EXPECT_EQ(all.waiter_poll(), microseconds(0));
   EXPECT_FALSE(all.spare_cpu());
   Engine more(EngineOptions{.workers = cpus + 1});
-  EXPECT_EQ(more.waiter_poll(), microseconds(0));
   EXPECT_FALSE(more.spare_cpu());
+  std::vector<Engine*> engines = {&all, &more};
+  std::unique_ptr<Engine> fewer;
   if (cpus > 1) {
-    Engine fewer(EngineOptions{.workers = cpus - 1});
-    EXPECT_EQ(fewer.waiter_poll(), Completion::kDefaultPoll);
-    EXPECT_TRUE(fewer.spare_cpu());
+    fewer = std::make_unique<Engine>(EngineOptions{.workers = cpus - 1});
+    EXPECT_TRUE(fewer->spare_cpu());
+    engines.push_back(fewer.get());
   }
-  for (Engine* engine : {&all, &more}) {
+  for (Engine* engine : engines) {
     Completion done(3);
     for (int i = 0; i < 3; ++i) engine->Submit(GaloisMulTask{}, done.Callback());
     EXPECT_EQ(done.Wait(*engine).code(), absl::StatusCode::kInvalidArgument);

@@ -12,7 +12,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/ec/block_checks.h"
-#include "lib/ec/completion.h"
 #include "lib/ec/poll.h"
 
 namespace ecd::ec {
@@ -137,8 +136,7 @@ Engine::Engine(EngineOptions options)
       on_task_done_(std::move(options.on_task_done)),
       poll_(
           std::clamp(options.poll, std::chrono::microseconds(0), std::chrono::microseconds(10000))),
-      waiter_poll_(workers_ < internal::UsableCpus() ? Completion::kDefaultPoll
-                                                     : std::chrono::microseconds(0)),
+      spare_cpu_(workers_ < internal::UsableCpus()),
       worker_cpus_(WorkerCpus(options.pin_workers, workers_)) {
   threads_.reserve(workers_);
   for (int i = 0; i < workers_; ++i) {
@@ -281,10 +279,15 @@ absl::Status Engine::Run(const Task& task) {
 }
 
 int Engine::Progress() {
+  return Progress([] { return false; });
+}
+
+int Engine::Progress(absl::FunctionRef<bool()> stop) {
   int ran = 0;
   std::unique_lock lock(mu_);
   ++helping_;
   while (head_ < queue_.size()) {
+    if (stop()) break;
     Pending p = std::move(queue_[head_++]);
     if (head_ == queue_.size()) {
       queue_.clear();

@@ -23,7 +23,8 @@
 // engine is driven by its caller). A thread hand-off costs two wake-ups (tens of microseconds
 // on a VM), which is a third of a 16-stripe 4+2 batch of 64 KiB blocks, unless both sides poll:
 // workers watch for the next flush for EngineOptions::poll before they sleep, and a submitter
-// that waits with Completion (completion.h) watches its batch's countdown before it sleeps.
+// that waits with Completion (completion.h) watches its batch's countdown before it sleeps
+// (when the workers occupy every CPU, it first runs queued tasks itself).
 // Thread safety: every method may be called from any thread. Completion callbacks run on the
 // thread that ran the task (a worker, or a caller inside Progress) and must not block for long.
 #ifndef ECD_LIB_EC_ENGINE_H_
@@ -42,6 +43,7 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "lib/ec/codec.h"
@@ -167,23 +169,20 @@ class Engine {
   // to wait for its batch calls this first, so its thread works instead of sleeping; it never
   // blocks on a task a worker is running.
   int Progress();
+  // As above, and also stops as soon as `stop()` returns true. It is asked before each task,
+  // with the engine's lock held: it must be cheap (an atomic load) and must not call the engine.
+  int Progress(absl::FunctionRef<bool()> stop);
 
   int workers() const { return static_cast<int>(threads_.size()); }
   // The CPU each worker was asked to run on, in worker order; empty when unpinned.
   const std::vector<int>& worker_cpus() const { return worker_cpus_; }
 
-  // How long a thread that waits for this engine's tasks should poll before it sleeps (what
-  // Completion::Wait(const Engine&) uses): Completion::kDefaultPoll when the workers leave a CPU
-  // of this process free for the waiter, else 0. A yielding poller on a CPU that a worker needs
-  // is given a fair share of it by the scheduler: with two workers and a polling submitter on
-  // two CPUs, the workers ran two thirds of the time.
-  std::chrono::microseconds waiter_poll() const { return waiter_poll_; }
-
-  // True when the workers leave a CPU of this process free: only then does a caller gain by
-  // lending its thread through Progress() rather than just waiting. With a worker on every CPU,
-  // a caller that also runs tasks competes with the workers for the CPUs and leaves them to
-  // poll idle (measured on the store's encode: docs/benchmarks.md).
-  bool spare_cpu() const { return waiter_poll_.count() > 0; }
+  // True when the workers leave a CPU of this process free (its affinity mask counts). A caller
+  // that keeps the engine busy gains by lending its thread through Progress() only then: with a
+  // worker on every CPU, it competes with the workers for the CPUs and leaves them to poll idle
+  // (measured on the store's encode: docs/benchmarks.md). Completion::Wait(Engine&) uses it
+  // too, the other way round (see there).
+  bool spare_cpu() const { return spare_cpu_; }
 
  private:
   struct Pending {
@@ -202,7 +201,7 @@ class Engine {
   const int workers_;
   const std::function<void(TaskKind, std::chrono::nanoseconds)> on_task_done_;
   const std::chrono::microseconds poll_;
-  const std::chrono::microseconds waiter_poll_;
+  const bool spare_cpu_;
   const std::vector<int> worker_cpus_;
   std::atomic<uint64_t> flushes_{0};  // Bumped (under mu_) by every flush that queues tasks.
   // held_ has its own lock so that held (kNone) submits never contend with the workers.
