@@ -3,7 +3,8 @@
 # times `ecctl encode` (8+3, 1 MiB blocks), a clean `ecctl read`, a read with 3 devices failed
 # and a rebuild (`ecctl recover --missing-only`) after failing 1 device, then a full `ecctl recover`
 # after failing another. Beside them, on the same file system, it runs fio
-# O_DIRECT sequential write and read of the same bytes, the same `ecctl encode` against a gRPC
+# O_DIRECT sequential write and read of the same bytes, fio's read again with 1/8 as many bytes
+# written beside it (the disk traffic of a rebuild), the same `ecctl encode` against a gRPC
 # null sink (bench/grpc_null_sink), zfec and pyeclib encoding the file 8+3, and par2 creating
 # 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
 # and ecd's peak RSS. Every read is timed to /dev/null (fio's read also discards its bytes), then
@@ -211,6 +212,26 @@ fio_run() {
   "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]
 print("%.1f" % (j["bw_bytes"] / 1e6))' "$WORK/fio-$rw.json" "$rw"
 }
+# fio_mix: the rebuild's own mix of disk traffic. Reads $SIZE bytes of $WORK/fio.bin (as fio_run
+# read) while a second job writes 1/M as many to a fresh file (allocating, as a rebuild's new
+# blocks are, with an fsync at the end), both O_DIRECT, at once; prints the read bytes over the
+# time until both are done, in MB/s: what the disk gives a rebuild that reads M blocks for each
+# one it writes, counted as the rebuild's `bytes rebuilt x M` is.
+fio_mix() {
+  rm -f "$WORK/fio-mix.bin"
+  drop_caches
+  fio --ioengine="$FIO_ENGINE" --direct=1 --bs=1M --output-format=json \
+    --name=e2e-mix-read --filename="$WORK/fio.bin" --rw=read --iodepth=16 --size="$SIZE" \
+    --name=e2e-mix-write --filename="$WORK/fio-mix.bin" --rw=write --iodepth=2 \
+    --size=$((SIZE / M)) --end_fsync=1 >"$WORK/fio-mix.json" 2>"$WORK/fio-mix.err" || {
+    cat "$WORK/fio-mix.err" >&2
+    die "fio mix failed"
+  }
+  rm -f "$WORK/fio-mix.bin"
+  "$PY" -c 'import json,sys; jobs=json.load(open(sys.argv[1]))["jobs"]
+ms = max(j["job_runtime"] for j in jobs)
+print("%.1f" % (jobs[0]["read"]["io_bytes"] / (ms / 1e3) / 1e6))' "$WORK/fio-mix.json"
+}
 if ! fio --name=probe --filename="$WORK/probe" --size=1M --bs=1M --ioengine=io_uring --direct=1 \
   --rw=write >/dev/null 2>&1; then
   FIO_ENGINE=libaio
@@ -393,6 +414,8 @@ echo "e2e: ecd recover, checking every block (device $FAILED2 failed)"
 read -r T_CHECKED BLOCKS_CHECKED_REBUILT BYTES_CHECKED_REBUILT BLOCKS_CHECKED <<<"$(timed_recover full)"
 [ "$BYTES_CHECKED_REBUILT" -gt 0 ] || die "the full recover rebuilt nothing"
 
+echo "e2e: fio read with writes beside it (the rebuild's mix)"
+FIO_MIX=$(fio_mix)
 echo "e2e: fio read (2/2)"
 FIO_R2=$(fio_run read)
 
@@ -548,6 +571,7 @@ row() {
 }
 row "fio write (O_DIRECT, 1M, QD16, $FIO_ENGINE)" "$FIO_W" MB/s - - - - -
 row "fio read (O_DIRECT, 1M, QD16, $FIO_ENGINE)" "$FIO_R" MB/s - - - - -
+row "fio read, 1/8 as many bytes written beside it" "$FIO_MIX" MB/s - - - - -
 row "grpc null sink (ecctl encode)" "$SINKRATE" MB/s - - - - -
 row "zfec 8+3 ($ZFEC_BACKEND)" "$ZFEC" MB/s - - - - -
 row "pyeclib 8+3 ($PYECLIB_BACKEND)" "$PYECLIB" MB/s - - - - -
@@ -562,6 +586,7 @@ row "ecd read (to /dev/null, as fio's)" "$READ" MB/s "fio read" "$FIO_R" ">=" 0.
 row "ecd read into a pipe to cksum" "$PIPED" MB/s "fio read" "$FIO_R" - -
 row "ecd read, 3 devices failed" "$DEGRADED" MB/s "fio read" "$FIO_R" ">=" 0.6
 row "ecd rebuild (recover --missing-only), 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read" "$FIO_R" ">=" 0.6
+row "ecd rebuild, against the rebuild's mix on fio" "$REBUILD" MB/s "fio read with writes" "$FIO_MIX" - -
 row "ecd read after the rebuild" "$AFTER" MB/s "fio read" "$FIO_R" - -
 row "ecd recover checking every block, 1 device failed (rebuilt x 8)" "$CHECKED" MB/s "fio read" "$FIO_R" - -
 row "ecd peak RSS (VmHWM)" "$RSS_MB" MiB "memory limit" "$LIMIT_MB" "<" 1
@@ -616,7 +641,8 @@ doc = {
                 "read_after_recover": $T_AFTER, "recover_check_all": $T_CHECKED,
                 "par2": $T_PAR2},
     "peer_mbps": {"zfec": [${ZFECS[0]}, ${ZFECS[1]}], "pyeclib": [${PYECLIBS[0]}, ${PYECLIBS[1]}]},
-    "fio_mbps": {"write": [$FIO_W1, $FIO_W2], "read": [$FIO_R1, $FIO_R2], "ioengine": "$FIO_ENGINE"},
+    "fio_mbps": {"write": [$FIO_W1, $FIO_W2], "read": [$FIO_R1, $FIO_R2],
+                 "read_with_writes": $FIO_MIX, "ioengine": "$FIO_ENGINE"},
     "degraded_failed_devices": [int(x) for x in "${FAILED3[*]}".split()],
     "degraded_reconstructed_blocks": $RECON_DEGRADED,
     "recover_failed_device": $FAILED1, "recover_blocks_rebuilt": $BLOCKS_REBUILT,

@@ -52,8 +52,9 @@ class Completion {
   //   sleeps. The waiter takes a worker's turn on a CPU instead of sleeping through the batch
   //   and being woken at its end, a wake-up of 10-50 us on a VM (a tenth to a third of a
   //   16-stripe 4+2 batch of 64 KiB blocks on two workers; docs/benchmarks.md). Whatever is
-  //   queued is run in order, tasks of other callers included; once this countdown has ended,
-  //   the waiter takes no more.
+  //   queued is run in order, tasks of other callers (and their callbacks) included; the
+  //   waiter takes none once this countdown has ended, so it returns at most one task's run
+  //   after it. A caller must not hold a lock that any callback of the engine takes.
   absl::Status Wait(Engine& engine);
 
   // True once every task has completed (never blocks).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/ec/engine.h"
+#include "lib/ec/gf_reference_test.h"
 #include "lib/ec/poll.h"
 
 namespace ecd::ec {
@@ -100,7 +101,7 @@ class BlockedWorkers {
                                 changed_.wait(lock, [&] { return released_; });
                               }}) {
     // One task at a time, each taken by a worker not yet blocked, until every worker is.
-    for (int i = 0; i < workers; ++i) {
+    for (int i = 0; i < engine_.workers(); ++i) {
       engine_.Submit(GaloisMulTask{}, [](absl::Status) {});
       std::unique_lock lock(mu_);
       changed_.wait(lock, [&] { return blocked_ == i + 1; });
@@ -152,12 +153,6 @@ std::vector<std::vector<uint8_t>> SubmitMultiplies(Engine& engine, Completion& d
   return src;
 }
 
-// x * 3 over GF(2^8): x * 2 xor x.
-uint8_t TimesThree(uint8_t x) {
-  const uint8_t twice = static_cast<uint8_t>((x << 1) ^ ((x & 0x80) ? 0x1d : 0));
-  return twice ^ x;
-}
-
 // With a worker on every CPU, a waiter runs queued tasks itself instead of sleeping until the
 // workers have: here every worker is held, and the waiter runs the whole batch.
 TEST(CompletionTest, WaitRunsTheQueueItselfWhenTheWorkersOccupyEveryCpu) {
@@ -175,13 +170,14 @@ TEST(CompletionTest, WaitRunsTheQueueItselfWhenTheWorkersOccupyEveryCpu) {
     w.wait_for(std::chrono::seconds(5));
     held.Release();
   });
-  ASSERT_TRUE(done.Wait(held.engine()).ok());
+  EXPECT_TRUE(done.Wait(held.engine()).ok());
   waited.set_value();
   watchdog.join();
   ASSERT_EQ(ran_on.size(), 8u);
   for (const std::thread::id id : ran_on) EXPECT_EQ(id, std::this_thread::get_id());
   for (int t = 0; t < 8; ++t) {
-    for (int i = 0; i < 64; ++i) ASSERT_EQ(dst[t][i], TimesThree(src[t][i])) << t << " " << i;
+    for (int i = 0; i < 64; ++i)
+      ASSERT_EQ(dst[t][i], testing::RefMul(3, src[t][i])) << t << " " << i;
   }
 }
 
@@ -201,17 +197,53 @@ TEST(CompletionTest, WaitLeavesTheTasksToTheWorkersWhenACpuIsFree) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     held.Release();
   });
-  ASSERT_TRUE(done.Wait(held.engine()).ok());
+  EXPECT_TRUE(done.Wait(held.engine()).ok());
   release.join();
   ASSERT_EQ(ran_on.size(), 8u);
   for (const std::thread::id id : ran_on) EXPECT_NE(id, std::this_thread::get_id());
   for (int t = 0; t < 8; ++t) {
-    for (int i = 0; i < 64; ++i) ASSERT_EQ(dst[t][i], TimesThree(src[t][i])) << t << " " << i;
+    for (int i = 0; i < 64; ++i)
+      ASSERT_EQ(dst[t][i], testing::RefMul(3, src[t][i])) << t << " " << i;
   }
 }
 
-// Whichever way it waits, Wait(engine) returns the first failure of its tasks.
-TEST(CompletionTest, WaitOnAnEngineReturnsTheFirstFailure) {
+// The waiter runs queued tasks only until its own countdown ends: another caller's batch,
+// queued behind its own, is left to the workers.
+TEST(CompletionTest, WaitRunsNoMoreTasksOnceItsOwnHaveRun) {
+  BlockedWorkers held(internal::UsableCpus());
+  ASSERT_FALSE(held.engine().spare_cpu());
+  Completion mine(4), theirs(4);
+  std::vector<std::vector<uint8_t>> my_dst, their_dst;
+  std::vector<std::thread::id> mine_ran_on, theirs_ran_on;
+  std::mutex mu;
+  const auto my_src = SubmitMultiplies(held.engine(), mine, 4, my_dst, mine_ran_on, mu);
+  const auto their_src = SubmitMultiplies(held.engine(), theirs, 4, their_dst, theirs_ran_on, mu);
+  std::promise<void> waited;
+  std::thread watchdog([&, w = waited.get_future()] {
+    w.wait_for(std::chrono::seconds(5));
+    held.Release();
+  });
+  EXPECT_TRUE(mine.Wait(held.engine()).ok());
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(mine_ran_on.size(), 4u);
+    EXPECT_TRUE(theirs_ran_on.empty()) << theirs_ran_on.size() << " of the other batch ran";
+  }
+  waited.set_value();  // The workers go on with the other batch.
+  watchdog.join();
+  EXPECT_TRUE(theirs.Wait(microseconds(0)).ok());
+  ASSERT_EQ(theirs_ran_on.size(), 4u);
+  for (const std::thread::id id : theirs_ran_on) EXPECT_NE(id, std::this_thread::get_id());
+  for (int t = 0; t < 4; ++t) {
+    for (int i = 0; i < 64; ++i) {
+      ASSERT_EQ(my_dst[t][i], testing::RefMul(3, my_src[t][i])) << t << " " << i;
+      ASSERT_EQ(their_dst[t][i], testing::RefMul(3, their_src[t][i])) << t << " " << i;
+    }
+  }
+}
+
+// Whichever way it waits, Wait(engine) returns a failure of its tasks.
+TEST(CompletionTest, WaitOnAnEngineReturnsAFailureOfItsTasks) {
   const int cpus = internal::UsableCpus();
   Engine all(EngineOptions{.workers = cpus});
   EXPECT_FALSE(all.spare_cpu());
@@ -239,8 +271,11 @@ TEST(CompletionTest, MayBeDestroyedAsSoonAsWaitReturns) {
     auto done = std::make_unique<Completion>(2);
     engine.Submit(GaloisMulTask{}, done->Callback());  // Fails fast: an empty matrix.
     engine.Submit(GaloisMulTask{}, done->Callback());
-    EXPECT_EQ(done->Wait(round % 2 ? microseconds(0) : microseconds(50)).code(),
-              absl::StatusCode::kInvalidArgument);
+    // Sleeping at once, polling, and (on a machine of at most 2 CPUs) running tasks itself.
+    const absl::Status status = round % 3 == 0   ? done->Wait(microseconds(0))
+                                : round % 3 == 1 ? done->Wait(microseconds(50))
+                                                 : done->Wait(engine);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     done.reset();
   }
 }

@@ -23,10 +23,12 @@
 // engine is driven by its caller). A thread hand-off costs two wake-ups (tens of microseconds
 // on a VM), which is a third of a 16-stripe 4+2 batch of 64 KiB blocks, unless both sides poll:
 // workers watch for the next flush for EngineOptions::poll before they sleep, and a submitter
-// that waits with Completion (completion.h) watches its batch's countdown before it sleeps
-// (when the workers occupy every CPU, it first runs queued tasks itself).
-// Thread safety: every method may be called from any thread. Completion callbacks run on the
-// thread that ran the task (a worker, or a caller inside Progress) and must not block for long.
+// that waits with Completion::Wait(engine) (completion.h) watches its batch's countdown before
+// it sleeps (when the workers occupy every CPU, it first runs queued tasks itself).
+// Thread safety: every method may be called from any thread. Completion callbacks and the
+// on_task_done hook run on the thread that ran the task: a worker, or a caller inside Progress
+// (Completion::Wait(engine) is one, and may run other callers' tasks). They must not block for
+// long, nor take a lock that a caller may hold while it waits for its tasks.
 #ifndef ECD_LIB_EC_ENGINE_H_
 #define ECD_LIB_EC_ENGINE_H_
 
@@ -120,9 +122,9 @@ struct EngineOptions {
 #else
   bool check_buffers = true;
 #endif
-  // Called on the worker after each task ran, before its completion, with the task's kind and
-  // the time from Submit to the end of its run (queueing included). May be empty; must be
-  // cheap and thread-safe (metrics).
+  // Called on the thread that ran each task (see Threads above), after the task and before its
+  // completion, with the task's kind and the time from Submit to the end of its run (queueing
+  // included). May be empty; must be cheap and thread-safe (metrics).
   std::function<void(TaskKind kind, std::chrono::nanoseconds latency)> on_task_done = nullptr;
   // How long a worker that ran out of tasks watches for the next flush before it sleeps
   // (0..10 ms; 0: sleeps at once). A flush within that window reaches a polling worker with no
@@ -177,11 +179,14 @@ class Engine {
   // The CPU each worker was asked to run on, in worker order; empty when unpinned.
   const std::vector<int>& worker_cpus() const { return worker_cpus_; }
 
-  // True when the workers leave a CPU of this process free (its affinity mask counts). A caller
-  // that keeps the engine busy gains by lending its thread through Progress() only then: with a
-  // worker on every CPU, it competes with the workers for the CPUs and leaves them to poll idle
-  // (measured on the store's encode: docs/benchmarks.md). Completion::Wait(Engine&) uses it
-  // too, the other way round (see there).
+  // True when the workers leave a CPU of this process free (its affinity mask when the engine
+  // was built). Its two users lend their thread on opposite sides of it:
+  // - A caller that keeps the engine busy (the store's encode pipeline) runs queued tasks
+  //   through Progress() only when it is true: with a worker on every CPU, it would compete
+  //   with the workers for the CPUs and leave them to poll idle (docs/benchmarks.md).
+  // - Completion::Wait(Engine&), which waits for one batch with nothing else to do, runs
+  //   queued tasks only when it is false: it then takes a worker's turn on a CPU instead of
+  //   sleeping and being woken; with a CPU free, it polls and leaves the tasks to the workers.
   bool spare_cpu() const { return spare_cpu_; }
 
  private:
