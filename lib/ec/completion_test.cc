@@ -124,61 +124,86 @@ class BlockedWorkers {
   Engine engine_;  // Last: its workers use the members above until it is destroyed.
 };
 
-// Submits `n` 1 x 1 Galois multiplies by 3 of 64 B blocks to `engine`, counted down by `done`;
-// records the thread each ran on. Returns the sources; `dst` gets the products.
-std::vector<std::vector<uint8_t>> SubmitMultiplies(Engine& engine, Completion& done, int n,
-                                                   std::vector<std::vector<uint8_t>>& dst,
-                                                   std::vector<std::thread::id>& ran_on,
-                                                   std::mutex& mu) {
-  std::vector<std::vector<uint8_t>> src(n, std::vector<uint8_t>(64));
-  dst.assign(n, std::vector<uint8_t>(64, 0));
-  for (int t = 0; t < n; ++t) {
-    for (int i = 0; i < 64; ++i) src[t][i] = static_cast<uint8_t>(t * 64 + i);
+// Lets a BlockedWorkers' workers go after `after`, or at once when Now() is called (and at the
+// latest when destroyed, which waits for its thread).
+class ReleaseLater {
+ public:
+  ReleaseLater(BlockedWorkers& held, std::chrono::milliseconds after)
+      : thread_([&held, after, now = now_.get_future()] {
+          now.wait_for(after);
+          held.Release();
+        }) {}
+  ~ReleaseLater() { Now(); }
+  void Now() {
+    if (!thread_.joinable()) return;
+    now_.set_value();
+    thread_.join();
   }
-  for (int t = 0; t < n; ++t) {
-    GaloisMulTask task{{3}, 1, 1, {}, {}};
-    task.src.emplace_back(src[t]);
-    task.dst.emplace_back(absl::MakeSpan(dst[t]));
-    engine.Submit(
-        std::move(task),
-        [&, callback = done.Callback()](absl::Status s) {
-          {
-            std::lock_guard lock(mu);
-            ran_on.push_back(std::this_thread::get_id());
-          }
-          callback(std::move(s));
-        },
-        t + 1 == n ? SubmitFlag::kFlush : SubmitFlag::kNone);
+
+ private:
+  std::promise<void> now_;
+  std::thread thread_;  // Last: it uses now_'s future.
+};
+
+// A batch of `n` 1 x 1 Galois multiplies by 3 of 64 B blocks submitted to `engine` (flushed
+// with the last), counted down by `done`; each records the thread it ran on.
+class MultiplyBatch {
+ public:
+  MultiplyBatch(Engine& engine, int n) : done(n), src_(n, std::vector<uint8_t>(64)), dst_(n) {
+    for (int t = 0; t < n; ++t) {
+      for (int i = 0; i < 64; ++i) src_[t][i] = static_cast<uint8_t>(t * 64 + i);
+      dst_[t].assign(64, 0);
+    }
+    for (int t = 0; t < n; ++t) {
+      GaloisMulTask task{{3}, 1, 1, {}, {}};
+      task.src.emplace_back(src_[t]);
+      task.dst.emplace_back(absl::MakeSpan(dst_[t]));
+      engine.Submit(
+          std::move(task),
+          [this, callback = done.Callback()](absl::Status s) {
+            {
+              std::lock_guard lock(mu_);
+              ran_on_.push_back(std::this_thread::get_id());
+            }
+            callback(std::move(s));
+          },
+          t + 1 == n ? SubmitFlag::kFlush : SubmitFlag::kNone);
+    }
   }
-  return src;
-}
+  // The threads the tasks ran on so far, in the order they ran.
+  std::vector<std::thread::id> ran_on() {
+    std::lock_guard lock(mu_);
+    return ran_on_;
+  }
+  // REQUIRES: every task has run. Checks each product against the GF(2^8) reference.
+  void ExpectProducts() const {
+    for (size_t t = 0; t < src_.size(); ++t) {
+      for (int i = 0; i < 64; ++i) {
+        ASSERT_EQ(dst_[t][i], testing::RefMul(3, src_[t][i])) << "task " << t << " byte " << i;
+      }
+    }
+  }
+
+  Completion done;
+
+ private:
+  std::vector<std::vector<uint8_t>> src_, dst_;
+  std::mutex mu_;
+  std::vector<std::thread::id> ran_on_;
+};
 
 // With a worker on every CPU, a waiter runs queued tasks itself instead of sleeping until the
 // workers have: here every worker is held, and the waiter runs the whole batch.
 TEST(CompletionTest, WaitRunsTheQueueItselfWhenTheWorkersOccupyEveryCpu) {
-  const int cpus = internal::UsableCpus();
-  BlockedWorkers held(cpus);
+  BlockedWorkers held(internal::UsableCpus());
   ASSERT_FALSE(held.engine().spare_cpu());
-  Completion done(8);
-  std::vector<std::vector<uint8_t>> dst;
-  std::vector<std::thread::id> ran_on;
-  std::mutex mu;
-  const auto src = SubmitMultiplies(held.engine(), done, 8, dst, ran_on, mu);
+  MultiplyBatch batch(held.engine(), 8);
   // Should the waiter sleep instead, the workers are let go after 5 s and run the batch.
-  std::promise<void> waited;
-  std::thread watchdog([&, w = waited.get_future()] {
-    w.wait_for(std::chrono::seconds(5));
-    held.Release();
-  });
-  EXPECT_TRUE(done.Wait(held.engine()).ok());
-  waited.set_value();
-  watchdog.join();
-  ASSERT_EQ(ran_on.size(), 8u);
-  for (const std::thread::id id : ran_on) EXPECT_EQ(id, std::this_thread::get_id());
-  for (int t = 0; t < 8; ++t) {
-    for (int i = 0; i < 64; ++i)
-      ASSERT_EQ(dst[t][i], testing::RefMul(3, src[t][i])) << t << " " << i;
-  }
+  ReleaseLater watchdog(held, std::chrono::seconds(5));
+  EXPECT_TRUE(batch.done.Wait(held.engine()).ok());
+  watchdog.Now();
+  EXPECT_EQ(batch.ran_on(), std::vector<std::thread::id>(8, std::this_thread::get_id()));
+  batch.ExpectProducts();
 }
 
 // With a CPU left free, the waiter leaves the tasks to the workers: it would otherwise add a
@@ -188,23 +213,13 @@ TEST(CompletionTest, WaitLeavesTheTasksToTheWorkersWhenACpuIsFree) {
   if (cpus < 2) GTEST_SKIP() << "needs 2 CPUs, this process may use " << cpus;
   BlockedWorkers held(cpus - 1);
   ASSERT_TRUE(held.engine().spare_cpu());
-  Completion done(8);
-  std::vector<std::vector<uint8_t>> dst;
-  std::vector<std::thread::id> ran_on;
-  std::mutex mu;
-  const auto src = SubmitMultiplies(held.engine(), done, 8, dst, ran_on, mu);
-  std::thread release([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    held.Release();
-  });
-  EXPECT_TRUE(done.Wait(held.engine()).ok());
-  release.join();
+  MultiplyBatch batch(held.engine(), 8);
+  ReleaseLater release(held, std::chrono::milliseconds(50));
+  EXPECT_TRUE(batch.done.Wait(held.engine()).ok());
+  const std::vector<std::thread::id> ran_on = batch.ran_on();
   ASSERT_EQ(ran_on.size(), 8u);
   for (const std::thread::id id : ran_on) EXPECT_NE(id, std::this_thread::get_id());
-  for (int t = 0; t < 8; ++t) {
-    for (int i = 0; i < 64; ++i)
-      ASSERT_EQ(dst[t][i], testing::RefMul(3, src[t][i])) << t << " " << i;
-  }
+  batch.ExpectProducts();
 }
 
 // The waiter runs queued tasks only until its own countdown ends: another caller's batch,
@@ -212,34 +227,19 @@ TEST(CompletionTest, WaitLeavesTheTasksToTheWorkersWhenACpuIsFree) {
 TEST(CompletionTest, WaitRunsNoMoreTasksOnceItsOwnHaveRun) {
   BlockedWorkers held(internal::UsableCpus());
   ASSERT_FALSE(held.engine().spare_cpu());
-  Completion mine(4), theirs(4);
-  std::vector<std::vector<uint8_t>> my_dst, their_dst;
-  std::vector<std::thread::id> mine_ran_on, theirs_ran_on;
-  std::mutex mu;
-  const auto my_src = SubmitMultiplies(held.engine(), mine, 4, my_dst, mine_ran_on, mu);
-  const auto their_src = SubmitMultiplies(held.engine(), theirs, 4, their_dst, theirs_ran_on, mu);
-  std::promise<void> waited;
-  std::thread watchdog([&, w = waited.get_future()] {
-    w.wait_for(std::chrono::seconds(5));
-    held.Release();
-  });
-  EXPECT_TRUE(mine.Wait(held.engine()).ok());
-  {
-    std::lock_guard lock(mu);
-    EXPECT_EQ(mine_ran_on.size(), 4u);
-    EXPECT_TRUE(theirs_ran_on.empty()) << theirs_ran_on.size() << " of the other batch ran";
-  }
-  waited.set_value();  // The workers go on with the other batch.
-  watchdog.join();
-  EXPECT_TRUE(theirs.Wait(microseconds(0)).ok());
-  ASSERT_EQ(theirs_ran_on.size(), 4u);
-  for (const std::thread::id id : theirs_ran_on) EXPECT_NE(id, std::this_thread::get_id());
-  for (int t = 0; t < 4; ++t) {
-    for (int i = 0; i < 64; ++i) {
-      ASSERT_EQ(my_dst[t][i], testing::RefMul(3, my_src[t][i])) << t << " " << i;
-      ASSERT_EQ(their_dst[t][i], testing::RefMul(3, their_src[t][i])) << t << " " << i;
-    }
-  }
+  MultiplyBatch mine(held.engine(), 4);
+  MultiplyBatch theirs(held.engine(), 4);
+  ReleaseLater watchdog(held, std::chrono::seconds(5));
+  EXPECT_TRUE(mine.done.Wait(held.engine()).ok());
+  EXPECT_EQ(mine.ran_on(), std::vector<std::thread::id>(4, std::this_thread::get_id()));
+  EXPECT_TRUE(theirs.ran_on().empty()) << theirs.ran_on().size() << " of the other batch ran";
+  watchdog.Now();  // The workers go on with the other batch.
+  EXPECT_TRUE(theirs.done.Wait(microseconds(0)).ok());
+  const std::vector<std::thread::id> ran_on = theirs.ran_on();
+  ASSERT_EQ(ran_on.size(), 4u);
+  for (const std::thread::id id : ran_on) EXPECT_NE(id, std::this_thread::get_id());
+  mine.ExpectProducts();
+  theirs.ExpectProducts();
 }
 
 // Whichever way it waits, Wait(engine) returns a failure of its tasks.
