@@ -102,7 +102,7 @@ class BlockedWorkers {
                               }}) {
     // One task at a time, each taken by a worker not yet blocked, until every worker is.
     for (int i = 0; i < engine_.workers(); ++i) {
-      engine_.Submit(GaloisMulTask{}, [](absl::Status) {});
+      engine_.Submit(GaloisMulTask{}, [](const absl::Status&) {});
       std::unique_lock lock(mu_);
       changed_.wait(lock, [&] { return blocked_ == i + 1; });
     }

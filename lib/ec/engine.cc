@@ -80,10 +80,11 @@ absl::Status GaloisMultiply(absl::Span<const uint8_t> coefficients, int rows, in
     return s;
   }
   if (len != dst_len) return absl::InvalidArgumentError("source and destination lengths differ");
-  std::array<uint8_t*, 2 * kMaxGaloisDimension> blocks;  // cols sources, then rows destinations.
+  // cols sources, then rows destinations.
+  std::array<uint8_t*, size_t{2} * kMaxGaloisDimension> blocks;
   for (int c = 0; c < cols; ++c) blocks[c] = const_cast<uint8_t*>(src[c].data());
   for (int r = 0; r < rows; ++r) blocks[cols + r] = dst[r].data();
-  std::array<const uint8_t*, 2 * kMaxGaloisDimension> starts;
+  std::array<const uint8_t*, size_t{2} * kMaxGaloisDimension> starts;
   std::copy_n(blocks.begin(), rows + cols, starts.begin());
   if (absl::Status s = internal::CheckDisjoint(absl::MakeSpan(starts.data(), rows + cols), len);
       !s.ok()) {
@@ -241,7 +242,7 @@ void Engine::Work() {
       // self-scheduling, let the first worker take half a batch; when the second started 5-10
       // us later, it idled for that long at the end: 4+2 at 64 KiB, 2w/1w 1.55-1.64 against
       // 1.69-1.72 now, docs/benchmarks.md.)
-      const size_t threads = static_cast<size_t>(workers_ + helping_);
+      const size_t threads = static_cast<size_t>(workers_) + static_cast<size_t>(helping_);
       const size_t take = threads == 1 ? left : (left + 2 * threads - 1) / (2 * threads);
       for (size_t x = 0; x < take; ++x) mine.push_back(std::move(queue_[head_ + x]));
       head_ += take;
