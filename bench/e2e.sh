@@ -192,41 +192,43 @@ SRC_SUM=$(cat "$WORK/source.cksum")
 
 # ---- fio
 
-# fio_run write|read: one sequential O_DIRECT pass of $SIZE bytes over $WORK/fio.bin in 1 MiB
-# blocks at iodepth 16; prints fio's own bandwidth in MB/s. A write starts from a fresh file
-# (allocating writes, as ecd's sparse namespaces are) and ends with an fsync.
 FIO_ENGINE=io_uring
+# fio_json TAG JOB...: drops the page cache and runs fio's JOB options, O_DIRECT in 1 MiB blocks,
+# its JSON report in $WORK/fio-TAG.json; a failed fio ends the run.
+fio_json() {
+  local tag=$1
+  shift
+  drop_caches
+  fio --ioengine="$FIO_ENGINE" --direct=1 --bs=1M --output-format=json "$@" \
+    >"$WORK/fio-$tag.json" 2>"$WORK/fio-$tag.err" || {
+    cat "$WORK/fio-$tag.err" >&2
+    die "fio $tag failed"
+  }
+}
+# fio_run write|read: one sequential pass of $SIZE bytes over $WORK/fio.bin at iodepth 16;
+# prints fio's own bandwidth in MB/s. A write starts from a fresh file (allocating writes, as
+# ecd's sparse namespaces are) and ends with an fsync.
 fio_run() {
   local rw=$1 extra=()
   if [ "$rw" = write ]; then
     rm -f "$WORK/fio.bin"
     extra=(--end_fsync=1)
   fi
-  drop_caches
-  fio --name="e2e-$rw" --filename="$WORK/fio.bin" --rw="$rw" --bs=1M --iodepth=16 \
-    --ioengine="$FIO_ENGINE" --direct=1 --size="$SIZE" "${extra[@]}" --output-format=json \
-    >"$WORK/fio-$rw.json" 2>"$WORK/fio-$rw.err" || {
-    cat "$WORK/fio-$rw.err" >&2
-    die "fio $rw failed"
-  }
+  fio_json "$rw" --name="e2e-$rw" --filename="$WORK/fio.bin" --rw="$rw" --iodepth=16 \
+    --size="$SIZE" "${extra[@]}"
   "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0][sys.argv[2]]
 print("%.1f" % (j["bw_bytes"] / 1e6))' "$WORK/fio-$rw.json" "$rw"
 }
 # fio_mix: the rebuild's own mix of disk traffic. Reads $SIZE bytes of $WORK/fio.bin (as fio_run
 # read) while a second job writes 1/M as many to a fresh file (allocating, as a rebuild's new
-# blocks are, with an fsync at the end), both O_DIRECT, at once; prints the read bytes over the
-# time until both are done, in MB/s: what the disk gives a rebuild that reads M blocks for each
-# one it writes, counted as the rebuild's `bytes rebuilt x M` is.
+# blocks are, with an fsync at the end), at once; prints the read bytes over the time until
+# both are done, in MB/s: what the disk gives a rebuild that reads M blocks for each one it
+# writes, counted as the rebuild's `bytes rebuilt x M` is.
 fio_mix() {
   rm -f "$WORK/fio-mix.bin"
-  drop_caches
-  fio --ioengine="$FIO_ENGINE" --direct=1 --bs=1M --output-format=json \
-    --name=e2e-mix-read --filename="$WORK/fio.bin" --rw=read --iodepth=16 --size="$SIZE" \
-    --name=e2e-mix-write --filename="$WORK/fio-mix.bin" --rw=write --iodepth=2 \
-    --size=$((SIZE / M)) --end_fsync=1 >"$WORK/fio-mix.json" 2>"$WORK/fio-mix.err" || {
-    cat "$WORK/fio-mix.err" >&2
-    die "fio mix failed"
-  }
+  fio_json mix --name=e2e-mix-read --filename="$WORK/fio.bin" --rw=read --iodepth=16 \
+    --size="$SIZE" --name=e2e-mix-write --filename="$WORK/fio-mix.bin" --rw=write --iodepth=2 \
+    --size=$((SIZE / M)) --end_fsync=1
   rm -f "$WORK/fio-mix.bin"
   "$PY" -c 'import json,sys; jobs=json.load(open(sys.argv[1]))["jobs"]
 ms = max(j["job_runtime"] for j in jobs)
