@@ -2,6 +2,7 @@
 // the generator, with a bounded cache of decode tables keyed by the erasure pattern.
 #include "lib/ec/codec.h"
 
+#include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
 
 #include <algorithm>
@@ -24,6 +25,11 @@ using internal::CheckBlocks;
 using internal::CheckDisjoint;
 
 constexpr size_t kDecodeCacheEntries = 64;
+
+// Encode with checksums codes this many bytes of all M+K blocks at a time, so that the pieces
+// are still in the core's cache when they are checksummed (docs/benchmarks.md: 1.6 x faster
+// than coding whole blocks and then checksumming them, 8+3 x 1 MiB).
+constexpr size_t kChecksumPassBytes = 256 * 1024;
 
 // The Vandermonde verdict per (M, K), computed once per process: the check may take a while
 // for wide shapes. At most 128 x 32 entries.
@@ -166,13 +172,19 @@ absl::Status Codec::Update(absl::Span<const int> changed,
 }
 
 absl::Status Codec::Encode(absl::Span<const absl::Span<const uint8_t>> data,
-                           absl::Span<const absl::Span<uint8_t>> parity) const {
+                           absl::Span<const absl::Span<uint8_t>> parity,
+                           absl::Span<uint32_t> checksums) const {
   size_t len = 0, parity_len = 0;
   if (absl::Status s = CheckBlocks(data, data_, "data", &len); !s.ok()) return s;
   if (absl::Status s = CheckBlocks(parity, parity_, "parity", &parity_len); !s.ok()) return s;
   if (len != parity_len) {
     return absl::InvalidArgumentError(
         absl::StrCat("data blocks are ", len, " bytes but parity blocks ", parity_len));
+  }
+  if (!checksums.empty() && checksums.size() != static_cast<size_t>(total_blocks())) {
+    return absl::InvalidArgumentError(absl::StrCat("expected ", total_blocks(),
+                                                   " checksums (one per block), got room for ",
+                                                   checksums.size()));
   }
   std::array<uint8_t*, kMaxDataBlocks + kMaxParityBlocks> blocks;
   for (int i = 0; i < data_; ++i) blocks[i] = const_cast<uint8_t*>(data[i].data());
@@ -182,8 +194,27 @@ absl::Status Codec::Encode(absl::Span<const absl::Span<const uint8_t>> data,
   if (absl::Status s = CheckDisjoint(absl::MakeSpan(starts.data(), total_blocks()), len); !s.ok()) {
     return s;
   }
-  ec_encode_data(static_cast<int>(len), data_, parity_, const_cast<uint8_t*>(encode_tables_.data()),
-                 blocks.data(), blocks.data() + data_);
+  uint8_t* tables = const_cast<uint8_t*>(encode_tables_.data());
+  if (checksums.empty()) {
+    ec_encode_data(static_cast<int>(len), data_, parity_, tables, blocks.data(),
+                   blocks.data() + data_);
+    return absl::OkStatus();
+  }
+  // A piece of each block per pass: a multiple of 64 B (ISA-L's SIMD width, and every block
+  // length is one), at least 4 KiB, whatever the stripe's width.
+  const size_t piece =
+      std::max<size_t>(4096, kChecksumPassBytes / static_cast<size_t>(total_blocks()) / 64 * 64);
+  std::array<uint8_t*, kMaxDataBlocks + kMaxParityBlocks> at;
+  std::array<uint32_t, kMaxDataBlocks + kMaxParityBlocks> crc;
+  std::fill_n(crc.begin(), total_blocks(),
+              0xFFFFFFFFu);  // ISA-L's running CRC, before the complement.
+  for (size_t offset = 0; offset < len; offset += piece) {
+    const int n = static_cast<int>(std::min(piece, len - offset));
+    for (int i = 0; i < total_blocks(); ++i) at[i] = blocks[i] + offset;
+    ec_encode_data(n, data_, parity_, tables, at.data(), at.data() + data_);
+    for (int i = 0; i < total_blocks(); ++i) crc[i] = crc32_iscsi(at[i], n, crc[i]);
+  }
+  for (int i = 0; i < total_blocks(); ++i) checksums[i] = ~crc[i];
   return absl::OkStatus();
 }
 

@@ -43,10 +43,16 @@ class Codec {
   MatrixType matrix_type() const { return type_; }
 
   // Computes the K parity blocks of the M data blocks.
+  // When `checksums` is not empty it receives the CRC32C (Castagnoli, the standard value:
+  // CRC32C("123456789") == 0xE3069283) of every block, data then parity (M + K values), taken
+  // in the same pass: the blocks are coded a few KiB at a time and each piece is checksummed
+  // while it is still in cache, which reads memory once instead of twice.
   // REQUIRES: data.size() == M, parity.size() == K, every block the same length, which passes
-  // ValidateBlockSize. Returns InvalidArgument otherwise, with `parity` untouched.
+  // ValidateBlockSize; checksums empty or M + K long. Returns InvalidArgument otherwise, with
+  // `parity` and `checksums` untouched.
   absl::Status Encode(absl::Span<const absl::Span<const uint8_t>> data,
-                      absl::Span<const absl::Span<uint8_t>> parity) const;
+                      absl::Span<const absl::Span<uint8_t>> parity,
+                      absl::Span<uint32_t> checksums = {}) const;
 
   // Computes new parity after the data blocks listed in `changed` (ascending, unique) change
   // from `old_data` to `new_data` (one block each, in the order of `changed`), from the K old

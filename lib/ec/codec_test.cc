@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,7 @@
 namespace ecd::ec {
 namespace {
 
+using testing::RefCrc32c;
 using testing::RefDocaCauchy;
 using testing::RefDocaVandermonde;
 using testing::RefEncode;
@@ -114,6 +116,54 @@ TEST(CodecTest, EncodeMatchesScalarReference) {
     }
   }
   EXPECT_GT(vandermonde_encoded, 0);
+}
+
+TEST(CodecTest, ReferenceCrc32cIsTheStandardOne) {
+  const std::string check = "123456789";
+  EXPECT_EQ(RefCrc32c(std::vector<uint8_t>(check.begin(), check.end())), 0xE3069283u);
+}
+
+// Encode with checksums: the same parity as without, and each block's CRC32C, for widths whose
+// pieces differ and lengths that end inside a piece, below one and at several.
+TEST(CodecTest, EncodeWithChecksumsGivesTheSameParityAndEveryBlocksCrc32c) {
+  const std::vector<std::pair<int, int>> shapes = {{1, 1}, {4, 2}, {8, 3}, {12, 4}, {100, 28}};
+  for (auto [m, k] : shapes) {
+    auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+    for (size_t len : {size_t{64}, size_t{4096 + 64}, size_t{23808 * 2 + 640}, size_t{1} << 20}) {
+      if (m + k > 100 && len > 65536) continue;  // Keeps the test fast; the piece is 4 KiB.
+      const Stripe plain = Encoded(*codec, len, static_cast<uint32_t>(len + m * 7 + k));
+      Stripe fused = plain;
+      for (int j = 0; j < k; ++j)
+        std::fill(fused.blocks[m + j].begin(), fused.blocks[m + j].end(), kSentinel);
+      std::vector<uint32_t> checksums(m + k, 0);
+      std::vector<absl::Span<const uint8_t>> data;
+      std::vector<absl::Span<uint8_t>> parity;
+      for (int i = 0; i < m; ++i) data.emplace_back(fused.blocks[i]);
+      for (int j = 0; j < k; ++j) parity.emplace_back(fused.blocks[m + j]);
+      ASSERT_TRUE(codec->Encode(data, parity, absl::MakeSpan(checksums)).ok());
+      ASSERT_EQ(fused.blocks, plain.blocks) << m << "+" << k << " len " << len;
+      for (int i = 0; i < m + k; ++i) {
+        ASSERT_EQ(checksums[i], RefCrc32c(plain.blocks[i]))
+            << m << "+" << k << " len " << len << " block " << i;
+      }
+    }
+  }
+}
+
+TEST(CodecTest, EncodeRefusesChecksumsOfTheWrongCountAndWritesNothing) {
+  auto codec = *Codec::Create(MatrixType::kCauchy, 4, 2);
+  std::vector<std::vector<uint8_t>> data(4, std::vector<uint8_t>(64, 1));
+  std::vector<std::vector<uint8_t>> parity(2, std::vector<uint8_t>(64, kSentinel));
+  for (size_t n : {size_t{1}, size_t{4}, size_t{5}, size_t{7}}) {
+    std::vector<uint32_t> checksums(n, 0x5A5A5A5Au);
+    const absl::Status s = codec->Encode(Const(data), Mut(parity), absl::MakeSpan(checksums));
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << n << ": " << s;
+    EXPECT_TRUE(std::all_of(checksums.begin(), checksums.end(),
+                            [](uint32_t c) { return c == 0x5A5A5A5Au; }));
+    for (const auto& p : parity) {
+      EXPECT_TRUE(std::all_of(p.begin(), p.end(), [](uint8_t b) { return b == kSentinel; }));
+    }
+  }
 }
 
 // Rebuilds every pattern of 1..K lost blocks (data and parity mixed) from all the others and

@@ -120,7 +120,7 @@ absl::Status RunTask(const Task& task) {
         } else {
           if (t.codec == nullptr) return absl::InvalidArgumentError("task has no codec");
           if constexpr (std::is_same_v<T, CreateTask>) {
-            return t.codec->Encode(t.data, t.parity);
+            return t.codec->Encode(t.data, t.parity, t.checksums);
           } else if constexpr (std::is_same_v<T, UpdateTask>) {
             return t.codec->Update(t.changed, t.old_data, t.new_data, t.old_parity, t.new_parity);
           } else {

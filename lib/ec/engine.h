@@ -66,6 +66,9 @@ struct CreateTask {
   std::shared_ptr<const Codec> codec;
   ConstBlocks data;      // M blocks.
   MutableBlocks parity;  // K blocks, written.
+  // Empty, or M + K values, written: each block's CRC32C, as Codec::Encode computes them.
+  // Owned by the caller, like the blocks, until the task's callback has run.
+  absl::Span<uint32_t> checksums = {};
 };
 
 struct UpdateTask {

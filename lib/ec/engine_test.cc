@@ -187,6 +187,26 @@ TEST(EngineTest, HeldTasksRunOnlyWhenFlushed) {
   EXPECT_EQ(parity, testing::RefEncode(codec->coding(), 4, 2, data));
 }
 
+TEST(EngineTest, CreateTaskChecksumsEveryBlockOnTheWorker) {
+  Engine engine(EngineOptions{.workers = 2});
+  auto codec = *Codec::Create(MatrixType::kCauchy, 8, 3);
+  std::mt19937 rng(5);
+  Blocks data = RandomBlocks(8, 65536, rng);
+  Blocks parity(3, std::vector<uint8_t>(65536, 0));
+  std::vector<uint32_t> checksums(11, 0);
+  ASSERT_TRUE(engine.Submit(CreateTask{codec, Const(data), Mut(parity), absl::MakeSpan(checksums)})
+                  .get()
+                  .ok());
+  EXPECT_EQ(parity, testing::RefEncode(codec->coding(), 8, 3, data));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(checksums[i], testing::RefCrc32c(data[i])) << i;
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(checksums[8 + j], testing::RefCrc32c(parity[j])) << j;
+  // The wrong count is refused like any bad shape.
+  std::vector<uint32_t> short_list(10, 0);
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      engine.Submit(CreateTask{codec, Const(data), Mut(parity), absl::MakeSpan(short_list)})
+          .get()));
+}
+
 TEST(EngineTest, BatchOfEveryTaskKindCompletesCorrectly) {
   Engine engine(EngineOptions{.workers = 2});
   EXPECT_EQ(engine.workers(), 2);

@@ -1,5 +1,6 @@
 // A scalar GF(2^8) reference (polynomial 0x11d) for the lib/ec tests, independent of ISA-L:
-// field arithmetic, the DOCA matrix formulas, encoding, and brute-force decodability.
+// field arithmetic, the DOCA matrix formulas, encoding, brute-force decodability, and a bitwise
+// CRC32C for the checksums the encode computes.
 #ifndef ECD_LIB_EC_GF_REFERENCE_TEST_H_
 #define ECD_LIB_EC_GF_REFERENCE_TEST_H_
 
@@ -123,6 +124,17 @@ inline std::optional<std::vector<int>> RefFindUndecodableLoss(const std::vector<
     if (!RefSurvivorsDecode(a, m, survivors)) return lost_set;
   } while (std::prev_permutation(lost.begin(), lost.end()));
   return std::nullopt;
+}
+
+// CRC32C bit by bit (reflected polynomial 0x82F63B78, the standard value), the reference for
+// the checksums Codec::Encode computes beside the parity.
+inline uint32_t RefCrc32c(const std::vector<uint8_t>& bytes) {
+  uint32_t crc = 0xFFFFFFFFu;
+  for (uint8_t b : bytes) {
+    crc ^= b;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1u)));
+  }
+  return ~crc;
 }
 
 }  // namespace ecd::ec::testing

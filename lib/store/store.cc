@@ -486,9 +486,9 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
 
   // Stripes pipeline: while stripe n is being filled from the source on this (the caller's)
   // thread, the stripes before it are encoded and written: the EC worker that encodes a stripe
-  // also computes its blocks' CRC32C and stages them for the devices (StartBlockWrites), so this
-  // thread only copies the source's bytes in. Memory is (workers + 1 + kWritesInFlight) stripes
-  // (or stripes_in_flight) whatever the object's size.
+  // also computes its blocks' CRC32C in the same pass (CreateTask::checksums) and stages them
+  // for the devices (StartBlockWrites), so this thread only copies the source's bytes in. Memory is
+  // (workers + 1 + kWritesInFlight) stripes (or stripes_in_flight) whatever the object's size.
   const uint64_t unit = RoundUpToPage(static_cast<uint64_t>(m + k) * stride);
   const size_t depth = budget_->Fit(
       unit, PipelineDepth(static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight, unit));
@@ -506,6 +506,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   struct InFlight {
     StripeBuffer* buffer = nullptr;
     std::vector<BlockRecord> blocks;
+    std::vector<uint32_t> checksums;  // Of blocks, filled by the encode.
     StripeWrite write;
     std::future<absl::Status> started;
   };
@@ -584,7 +585,8 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
       return fail(s);
     }
     idle.pop_back();
-    ec::CreateTask task{*codec, {}, {}};
+    f->checksums.resize(f->blocks.size());
+    ec::CreateTask task{*codec, {}, {}, absl::MakeSpan(f->checksums)};
     for (int i = 0; i < m; ++i) task.data.push_back(buffer.block(i));
     for (int j = 0; j < k; ++j) task.parity.push_back(buffer.block(m + j));
     // The callback owns the promise: this thread may drop `f` as soon as `started` is ready.
@@ -594,7 +596,9 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     in_flight.push_back(std::move(f));
     // On the thread that ran the encode: the CRCs and the writes of its blocks, then `started`.
     engine_->Submit(std::move(task), [this, raw, started](absl::Status s) {
-      if (s.ok()) StartBlockWrites(*raw->buffer, absl::MakeSpan(raw->blocks), raw->write);
+      if (s.ok()) {
+        StartBlockWrites(*raw->buffer, absl::MakeSpan(raw->blocks), raw->write, raw->checksums);
+      }
       started->set_value(std::move(s));
     });
     size += filled;
@@ -1036,9 +1040,9 @@ absl::Status Store::PrepareWrites(absl::Span<const BlockRecord> blocks, std::vec
 }
 
 void Store::StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> blocks,
-                             StripeWrite& write) {
+                             StripeWrite& write, absl::Span<const uint32_t> checksums) {
   for (size_t i = 0; i < blocks.size(); ++i) {
-    blocks[i].crc32c = Crc32c(buffer.block(static_cast<int>(i)));
+    blocks[i].crc32c = checksums.empty() ? Crc32c(buffer.block(static_cast<int>(i))) : checksums[i];
     write.devices[i]->WriteAsync(blocks[i].lba, buffer.padded(static_cast<int>(i)),
                                  write.batch.Track(&write.status[i]));
   }

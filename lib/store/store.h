@@ -373,11 +373,13 @@ class Store {
   // its device in `touched`; sizes write.status. Unavailable when a device is gone.
   absl::Status PrepareWrites(absl::Span<const BlockRecord> blocks, std::vector<bool>& touched,
                              StripeWrite& write);
-  // Sets the CRC32C of every block i of `blocks` from buffer.block(i) and starts its write on
-  // `write` (prepared by PrepareWrites). Takes no store lock, so it may run on any thread (the
-  // encode path runs it on the EC worker that encoded the stripe); it may wait for free DMA
-  // pages of a device. Write errors land in write.status.
-  void StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> blocks, StripeWrite& write);
+  // Sets the CRC32C of every block i of `blocks` (checksums[i] when given, as the encode
+  // computed them; else from buffer.block(i)) and starts its write on `write` (prepared by
+  // PrepareWrites). Takes no store lock, so it may run on any thread (the encode path runs it on
+  // the EC worker that encoded the stripe); it may wait for free DMA pages of a device. Write
+  // errors land in write.status. REQUIRES: checksums empty or as long as blocks.
+  void StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> blocks, StripeWrite& write,
+                        absl::Span<const uint32_t> checksums = {});
   // PlaceStripe, PrepareWrites and StartBlockWrites of one encoded stripe, its records appended
   // to `records`. An error may leave some writes started: `write` must still be finished (or
   // destroyed) before the buffer is reused.
