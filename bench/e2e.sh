@@ -3,8 +3,9 @@
 # times `ecctl encode` (8+3, 1 MiB blocks), a clean `ecctl read`, a read with 3 devices failed
 # and a rebuild (`ecctl recover --missing-only`) after failing 1 device, then a full `ecctl recover`
 # after failing another. Beside them, on the same file system, it runs fio
-# O_DIRECT sequential write and read of the same bytes, fio's read again with 1/8 as many bytes
-# written beside it (the disk traffic of a rebuild), the same `ecctl encode` against a gRPC
+# O_DIRECT sequential write and read of the same bytes, before and after every timed ecd phase
+# (each ratio is to the fio passes around its phase, as the disk's speed wanders), fio's read
+# again with 1/8 as many bytes written beside it (the disk traffic of a rebuild), the same `ecctl encode` against a gRPC
 # null sink (bench/grpc_null_sink), zfec and pyeclib encoding the file 8+3, and par2 creating
 # 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
 # and ecd's peak RSS. Every read is timed to /dev/null (fio's read also discards its bytes), then
@@ -336,7 +337,10 @@ PY
 
 # ---- the run: fio and ecd phases interleaved
 
-echo "e2e: fio write (1/2)"
+# Every ecd phase with a target runs between two fio passes of its kind, and its reference is
+# the mean of those two: this disk's speed wanders by minutes (fio reads of 1.1 to 3.3 GB/s in
+# one session), and a ratio to passes taken far from the phase measured the wandering.
+echo "e2e: fio write (1/4)"
 FIO_W1=$(fio_run write)
 start_ecd
 # Encode and the null sink run twice each, alternating; the second object is deleted at once.
@@ -345,20 +349,24 @@ echo "e2e: ecd encode (1/2)"
 T_ENCODE1=$(timed_encode "$ADDR" e2e ecd1)
 echo "e2e: null sink encode (1/2)"
 T_SINK1=$(timed_encode "$SINK_ADDR" e2e sink1)
+echo "e2e: fio write (2/4)"
+FIO_W2=$(fio_run write)
 echo "e2e: ecd encode (2/2)"
 T_ENCODE2=$(timed_encode "$ADDR" e2e-2 ecd2)
 ecctl rm e2e-2 >/dev/null
 echo "e2e: null sink encode (2/2)"
 T_SINK2=$(timed_encode "$SINK_ADDR" e2e sink2)
-echo "e2e: ecd encode, the source read from the disk ($SRC_ON_DISK)"
-T_ENCODE_DISK=$(timed_encode "$ADDR" e2e-3 disk "$SRC_ON_DISK")
-ecctl rm e2e-3 >/dev/null
 kill -TERM "$SINK_PID"
 wait "$SINK_PID" || die "grpc_null_sink did not stop cleanly"
 SINK_PID=""
-echo "e2e: fio write (2/2)"
-FIO_W2=$(fio_run write)
-echo "e2e: fio read (1/2)"
+echo "e2e: fio write (3/4)"
+FIO_W3=$(fio_run write)
+echo "e2e: ecd encode, the source read from the disk ($SRC_ON_DISK)"
+T_ENCODE_DISK=$(timed_encode "$ADDR" e2e-3 disk "$SRC_ON_DISK")
+ecctl rm e2e-3 >/dev/null
+echo "e2e: fio write (4/4)"
+FIO_W4=$(fio_run write)
+echo "e2e: fio read (1/5)"
 FIO_R1=$(fio_run read)
 
 # Clean and degraded reads run twice each, alternating (clean, degraded, clean, degraded), and
@@ -369,6 +377,7 @@ read -r -a FAILED3 <<<"$R"
 T_READS=()
 T_DEGRADEDS=()
 T_PIPED=()
+FIO_RS=("$FIO_R1")
 for pass in 1 2; do
   echo "e2e: ecd read ($pass/2)"
   R=$(timed_read "clean$pass")
@@ -383,7 +392,11 @@ for pass in 1 2; do
   [ "$RECON_DEGRADED" -gt 0 ] || die "the degraded read reconstructed no block"
   T_DEGRADEDS+=("$t")
   for dev in "${FAILED3[@]}"; do ecctl device online "$dev" >/dev/null; done
+  echo "e2e: fio read ($((pass + 1))/5)"
+  FIO_RS+=("$(fio_run read)")
 done
+FIO_R2=${FIO_RS[1]}
+FIO_R3=${FIO_RS[2]}
 
 FAILED1=$(devices_of 0)
 ecctl device fail "$FAILED1" >/dev/null
@@ -403,6 +416,8 @@ timed_recover() {
 echo "e2e: ecd rebuild, recover --missing-only (device $FAILED1 failed)"
 read -r T_RECOVER BLOCKS_REBUILT BYTES_REBUILT BLOCKS_READ <<<"$(timed_recover rebuild --missing-only)"
 [ "$BYTES_REBUILT" -gt 0 ] || die "the rebuild rebuilt nothing"
+echo "e2e: fio read (4/5)"
+FIO_R4=$(fio_run read)
 echo "e2e: ecd read after the rebuild (device $FAILED1 still failed)"
 R=$(timed_read recovered)
 read -r T_AFTER RECON_AFTER _ <<<"$R"
@@ -418,8 +433,8 @@ read -r T_CHECKED BLOCKS_CHECKED_REBUILT BYTES_CHECKED_REBUILT BLOCKS_CHECKED <<
 
 echo "e2e: fio read with writes beside it (the rebuild's mix)"
 FIO_MIX=$(fio_mix)
-echo "e2e: fio read (2/2)"
-FIO_R2=$(fio_run read)
+echo "e2e: fio read (5/5)"
+FIO_R5=$(fio_run read)
 
 RSS_KB=$(awk '/^VmHWM:/ { print $2 }' "/proc/$ECD_PID/status")
 stop_ecd
@@ -522,29 +537,35 @@ PAR2=$(mbps "$PAR2_BYTES" "$T_PAR2")
 
 # ---- results
 
-mean2() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (a + b) / 2 }'; }
+mean() { awk 'BEGIN { for (i = 1; i < ARGC; i++) s += ARGV[i]; printf "%.1f", s / (ARGC - 1) }' "$@"; }
 ENCODE1=$(mbps "$SIZE" "$T_ENCODE1")
 ENCODE2=$(mbps "$SIZE" "$T_ENCODE2")
-ENCODE=$(mean2 "$ENCODE1" "$ENCODE2")
+ENCODE=$(mean "$ENCODE1" "$ENCODE2")
 ENCODE_DISK=$(mbps "$SIZE" "$T_ENCODE_DISK")
 SINK1=$(mbps "$SIZE" "$T_SINK1")
 SINK2=$(mbps "$SIZE" "$T_SINK2")
-SINKRATE=$(mean2 "$SINK1" "$SINK2")
+SINKRATE=$(mean "$SINK1" "$SINK2")
 READ1=$(mbps "$SIZE" "${T_READS[0]}")
 READ2=$(mbps "$SIZE" "${T_READS[1]}")
-READ=$(mean2 "$READ1" "$READ2")
-PIPED=$(mean2 "$(mbps "$SIZE" "${T_PIPED[0]}")" "$(mbps "$SIZE" "${T_PIPED[1]}")")
+READ=$(mean "$READ1" "$READ2")
+PIPED=$(mean "$(mbps "$SIZE" "${T_PIPED[0]}")" "$(mbps "$SIZE" "${T_PIPED[1]}")")
 DEGRADED1=$(mbps "$SIZE" "${T_DEGRADEDS[0]}")
 DEGRADED2=$(mbps "$SIZE" "${T_DEGRADEDS[1]}")
-DEGRADED=$(mean2 "$DEGRADED1" "$DEGRADED2")
-ZFEC=$(mean2 "${ZFECS[@]}")
-PYECLIB=$(mean2 "${PYECLIBS[@]}")
+DEGRADED=$(mean "$DEGRADED1" "$DEGRADED2")
+ZFEC=$(mean "${ZFECS[@]}")
+PYECLIB=$(mean "${PYECLIBS[@]}")
 AFTER=$(mbps "$SIZE" "$T_AFTER")
 REBUILD=$(mbps $((BYTES_REBUILT * M)) "$T_RECOVER")
 CHECKED=$(mbps $((BYTES_CHECKED_REBUILT * M)) "$T_CHECKED")
-FIO_W=$(mean2 "$FIO_W1" "$FIO_W2")
-FIO_R=$(mean2 "$FIO_R1" "$FIO_R2")
-FIO_W_EC=$(awk -v w="$FIO_W" -v m="$M" -v k="$K" 'BEGIN { printf "%.1f", w * m / (m + k) }')
+ec_share() { awk -v w="$1" -v m="$M" -v k="$K" 'BEGIN { printf "%.1f", w * m / (m + k) }'; }
+FIO_W=$(mean "$FIO_W1" "$FIO_W2" "$FIO_W3" "$FIO_W4")
+FIO_R=$(mean "$FIO_R1" "$FIO_R2" "$FIO_R3" "$FIO_R4" "$FIO_R5")
+# The references: fio around each pass (two passes: the mean of both pairs).
+FIO_W_EC=$(ec_share "$(mean "$FIO_W1" "$FIO_W2" "$FIO_W2" "$FIO_W3")")
+FIO_W_EC_DISK=$(ec_share "$(mean "$FIO_W3" "$FIO_W4")")
+FIO_R_READS=$(mean "$FIO_R1" "$FIO_R2" "$FIO_R2" "$FIO_R3")
+FIO_R_REBUILD=$(mean "$FIO_R3" "$FIO_R4")
+FIO_R_AFTER=$(mean "$FIO_R4" "$FIO_R5")
 RSS_MB=$(awk -v kb="$RSS_KB" 'BEGIN { printf "%.1f", kb / 1024 }')
 LIMIT_MB=$(awk -v b="$MEMORY_LIMIT" 'BEGIN { printf "%.1f", b / 1048576 }')
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -571,26 +592,26 @@ row() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$value" "$unit" "$ref_name" "$ref" \
     "$ratio" "$op" "$target" "$result" >>"$ROWS"
 }
-row "fio write (O_DIRECT, 1M, QD16, $FIO_ENGINE)" "$FIO_W" MB/s - - - - -
-row "fio read (O_DIRECT, 1M, QD16, $FIO_ENGINE)" "$FIO_R" MB/s - - - - -
+row "fio write (O_DIRECT, 1M, QD16, $FIO_ENGINE), mean of 4 passes" "$FIO_W" MB/s - - - - -
+row "fio read (O_DIRECT, 1M, QD16, $FIO_ENGINE), mean of 5 passes" "$FIO_R" MB/s - - - - -
 row "fio read, 1/8 as many bytes written beside it" "$FIO_MIX" MB/s - - - - -
 row "grpc null sink (ecctl encode)" "$SINKRATE" MB/s - - - - -
 row "zfec 8+3 ($ZFEC_BACKEND)" "$ZFEC" MB/s - - - - -
 row "pyeclib 8+3 ($PYECLIB_BACKEND)" "$PYECLIB" MB/s - - - - -
 row "par2 create 37.5% ($PAR2_NOTE)" "$PAR2" MB/s - - - - -
-row "ecd encode" "$ENCODE" MB/s "fio write x 8/11" "$FIO_W_EC" ">=" 0.8
+row "ecd encode" "$ENCODE" MB/s "fio write around it x 8/11" "$FIO_W_EC" ">=" 0.8
 row "ecd encode" "$ENCODE" MB/s "grpc null sink" "$SINKRATE" - -
 row "ecd encode" "$ENCODE" MB/s "zfec" "$ZFEC" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "pyeclib" "$PYECLIB" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "par2" "$PAR2" ">=" 100
-row "ecd encode, source read from the same disk" "$ENCODE_DISK" MB/s "fio write x 8/11" "$FIO_W_EC" - -
-row "ecd read (to /dev/null, as fio's)" "$READ" MB/s "fio read" "$FIO_R" ">=" 0.8
-row "ecd read into a pipe to cksum" "$PIPED" MB/s "fio read" "$FIO_R" - -
-row "ecd read, 3 devices failed" "$DEGRADED" MB/s "fio read" "$FIO_R" ">=" 0.6
-row "ecd rebuild (recover --missing-only), 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read" "$FIO_R" ">=" 0.6
+row "ecd encode, source read from the same disk" "$ENCODE_DISK" MB/s "fio write around it x 8/11" "$FIO_W_EC_DISK" - -
+row "ecd read (to /dev/null, as fio's)" "$READ" MB/s "fio read around it" "$FIO_R_READS" ">=" 0.8
+row "ecd read into a pipe to cksum" "$PIPED" MB/s "fio read around it" "$FIO_R_READS" - -
+row "ecd read, 3 devices failed" "$DEGRADED" MB/s "fio read around it" "$FIO_R_READS" ">=" 0.6
+row "ecd rebuild (recover --missing-only), 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read around it" "$FIO_R_REBUILD" ">=" 0.6
 row "ecd rebuild, against the rebuild's mix on fio" "$REBUILD" MB/s "fio read with writes" "$FIO_MIX" - -
-row "ecd read after the rebuild" "$AFTER" MB/s "fio read" "$FIO_R" - -
-row "ecd recover checking every block, 1 device failed (rebuilt x 8)" "$CHECKED" MB/s "fio read" "$FIO_R" - -
+row "ecd read after the rebuild" "$AFTER" MB/s "fio read around it" "$FIO_R_AFTER" - -
+row "ecd recover checking every block, 1 device failed (rebuilt x 8)" "$CHECKED" MB/s "fio read around it" "$FIO_R_AFTER" - -
 row "ecd peak RSS (VmHWM)" "$RSS_MB" MiB "memory limit" "$LIMIT_MB" "<" 1
 
 echo
@@ -606,7 +627,8 @@ while IFS=$'\t' read -r name value unit ref_name ref ratio op target result; do
   printf '| %s | %s %s | %s | %s | %s |\n' "$name" "$value" "$unit" "$refcol" "$ratio" "$tcol"
 done <"$ROWS"
 echo
-echo "passes (MB/s; each row is their mean): fio write $FIO_W1, $FIO_W2; fio read $FIO_R1, $FIO_R2;" \
+echo "passes (MB/s, in run order; each row is their mean): fio write $FIO_W1, $FIO_W2, $FIO_W3," \
+  "$FIO_W4; fio read $FIO_R1, $FIO_R2, $FIO_R3, $FIO_R4, $FIO_R5;" \
   "encode $ENCODE1, $ENCODE2; null sink $SINK1, $SINK2; read $READ1, $READ2;" \
   "degraded $DEGRADED1, $DEGRADED2; zfec ${ZFECS[*]}; pyeclib ${PYECLIBS[*]}"
 echo "degraded read: $RECON_DEGRADED blocks reconstructed (devices ${FAILED3[*]} failed);" \
@@ -643,7 +665,8 @@ doc = {
                 "read_after_recover": $T_AFTER, "recover_check_all": $T_CHECKED,
                 "par2": $T_PAR2},
     "peer_mbps": {"zfec": [${ZFECS[0]}, ${ZFECS[1]}], "pyeclib": [${PYECLIBS[0]}, ${PYECLIBS[1]}]},
-    "fio_mbps": {"write": [$FIO_W1, $FIO_W2], "read": [$FIO_R1, $FIO_R2],
+    "fio_mbps": {"write": [$FIO_W1, $FIO_W2, $FIO_W3, $FIO_W4],
+                 "read": [$FIO_R1, $FIO_R2, $FIO_R3, $FIO_R4, $FIO_R5],
                  "read_with_writes": $FIO_MIX, "ioengine": "$FIO_ENGINE"},
     "degraded_failed_devices": [int(x) for x in "${FAILED3[*]}".split()],
     "degraded_reconstructed_blocks": $RECON_DEGRADED,
