@@ -2,12 +2,12 @@
 # bench/e2e.sh: ecd end to end beside its peers (issue 9). On one generated file, in one run, it
 # times `ecctl encode` (8+3, 1 MiB blocks), a clean `ecctl read`, a read with 3 devices failed
 # and a rebuild (`ecctl recover --missing-only`) after failing 1 device, then a full `ecctl recover`
-# after failing another. Beside them, on the same file system, it runs fio
-# O_DIRECT sequential write and read of the same bytes, before and after every timed ecd phase
-# (each ratio is to the fio passes around its phase, as the disk's speed wanders), fio's read
-# again with 1/8 as many bytes written beside it (the disk traffic of a rebuild), the same `ecctl encode` against a gRPC
-# null sink (bench/grpc_null_sink), zfec and pyeclib encoding the file 8+3, and par2 creating
-# 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
+# after failing another. Beside them, on the same file system, it runs fio O_DIRECT sequential
+# write and read of the same bytes, before and after every timed ecd phase (each ratio is to the
+# fio passes around its phase, as the disk's speed wanders), fio's read again with 1/8 as many
+# bytes written beside it (the disk traffic of a rebuild), the same `ecctl encode` and `ecctl
+# read` against a gRPC null sink (bench/grpc_null_sink: the transport's ceiling both ways), zfec
+# and pyeclib encoding the file 8+3, and par2 creating 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
 # and ecd's peak RSS. Every read is timed to /dev/null (fio's read also discards its bytes), then
 # repeated into a pipe to cksum and checked against the source file (CRC and length); the piped
 # reads have their own row.
@@ -323,6 +323,20 @@ timed_read() {
     "$(secs "$t2" "$t3")"
 }
 
+# timed_sink_read TAG: reads the object the null sink was sent (its bytes are zeros) to
+# /dev/null; prints seconds.
+timed_sink_read() {
+  local tag=$1 t0 t1
+  drop_caches
+  t0=$(now_ns)
+  "$ECTL" --addr "$SINK_ADDR" --quiet --json read e2e -o /dev/null >"$WORK/sink-read-$tag.json" ||
+    die "read from the null sink ($tag) failed: $(cat "$WORK/sink-read-$tag.json")"
+  t1=$(now_ns)
+  [ "$(jget "$WORK/sink-read-$tag.json" "d['bytes']")" = "$SIZE" ] ||
+    die "read from the null sink ($tag) returned a byte count other than $SIZE"
+  secs "$t0" "$t1"
+}
+
 # The devices that hold data blocks INDEX... of stripe 0.
 devices_of() {
   ecctl --json stat e2e --blocks >"$WORK/stat.json"
@@ -356,9 +370,6 @@ T_ENCODE2=$(timed_encode "$ADDR" e2e-2 ecd2)
 ecctl rm e2e-2 >/dev/null
 echo "e2e: null sink encode (2/2)"
 T_SINK2=$(timed_encode "$SINK_ADDR" e2e sink2)
-kill -TERM "$SINK_PID"
-wait "$SINK_PID" || die "grpc_null_sink did not stop cleanly"
-SINK_PID=""
 echo "e2e: fio write (3/4)"
 FIO_W3=$(fio_run write)
 echo "e2e: ecd encode, the source read from the disk ($SRC_ON_DISK)"
@@ -377,6 +388,7 @@ read -r -a FAILED3 <<<"$R"
 T_READS=()
 T_DEGRADEDS=()
 T_PIPED=()
+T_SINK_READS=()
 FIO_RS=("$FIO_R1")
 for pass in 1 2; do
   echo "e2e: ecd read ($pass/2)"
@@ -392,11 +404,16 @@ for pass in 1 2; do
   [ "$RECON_DEGRADED" -gt 0 ] || die "the degraded read reconstructed no block"
   T_DEGRADEDS+=("$t")
   for dev in "${FAILED3[@]}"; do ecctl device online "$dev" >/dev/null; done
+  echo "e2e: null sink read ($pass/2)"
+  T_SINK_READS+=("$(timed_sink_read "$pass")")
   echo "e2e: fio read ($((pass + 1))/5)"
   FIO_RS+=("$(fio_run read)")
 done
 FIO_R2=${FIO_RS[1]}
 FIO_R3=${FIO_RS[2]}
+kill -TERM "$SINK_PID"
+wait "$SINK_PID" || die "grpc_null_sink did not stop cleanly"
+SINK_PID=""
 
 FAILED1=$(devices_of 0)
 ecctl device fail "$FAILED1" >/dev/null
@@ -545,6 +562,9 @@ ENCODE_DISK=$(mbps "$SIZE" "$T_ENCODE_DISK")
 SINK1=$(mbps "$SIZE" "$T_SINK1")
 SINK2=$(mbps "$SIZE" "$T_SINK2")
 SINKRATE=$(mean "$SINK1" "$SINK2")
+SINK_READ1=$(mbps "$SIZE" "${T_SINK_READS[0]}")
+SINK_READ2=$(mbps "$SIZE" "${T_SINK_READS[1]}")
+SINK_READ=$(mean "$SINK_READ1" "$SINK_READ2")
 READ1=$(mbps "$SIZE" "${T_READS[0]}")
 READ2=$(mbps "$SIZE" "${T_READS[1]}")
 READ=$(mean "$READ1" "$READ2")
@@ -596,6 +616,7 @@ row "fio write (O_DIRECT, 1M, QD16, $FIO_ENGINE), mean of 4 passes" "$FIO_W" MB/
 row "fio read (O_DIRECT, 1M, QD16, $FIO_ENGINE), mean of 5 passes" "$FIO_R" MB/s - - - - -
 row "fio read, 1/8 as many bytes written beside it" "$FIO_MIX" MB/s - - - - -
 row "grpc null sink (ecctl encode)" "$SINKRATE" MB/s - - - - -
+row "grpc null sink (ecctl read)" "$SINK_READ" MB/s - - - - -
 row "zfec 8+3 ($ZFEC_BACKEND)" "$ZFEC" MB/s - - - - -
 row "pyeclib 8+3 ($PYECLIB_BACKEND)" "$PYECLIB" MB/s - - - - -
 row "par2 create 37.5% ($PAR2_NOTE)" "$PAR2" MB/s - - - - -
@@ -606,6 +627,7 @@ row "ecd encode" "$ENCODE" MB/s "pyeclib" "$PYECLIB" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "par2" "$PAR2" ">=" 100
 row "ecd encode, source read from the same disk" "$ENCODE_DISK" MB/s "fio write around it x 8/11" "$FIO_W_EC_DISK" - -
 row "ecd read (to /dev/null, as fio's)" "$READ" MB/s "fio read around it" "$FIO_R_READS" ">=" 0.8
+row "ecd read (to /dev/null, as fio's)" "$READ" MB/s "grpc null sink" "$SINK_READ" - -
 row "ecd read into a pipe to cksum" "$PIPED" MB/s "fio read around it" "$FIO_R_READS" - -
 row "ecd read, 3 devices failed" "$DEGRADED" MB/s "fio read around it" "$FIO_R_READS" ">=" 0.6
 row "ecd rebuild (recover --missing-only), 1 device failed (rebuilt x 8)" "$REBUILD" MB/s "fio read around it" "$FIO_R_REBUILD" ">=" 0.6
@@ -629,7 +651,8 @@ done <"$ROWS"
 echo
 echo "passes (MB/s, in run order; each row is their mean): fio write $FIO_W1, $FIO_W2, $FIO_W3," \
   "$FIO_W4; fio read $FIO_R1, $FIO_R2, $FIO_R3, $FIO_R4, $FIO_R5;" \
-  "encode $ENCODE1, $ENCODE2; null sink $SINK1, $SINK2; read $READ1, $READ2;" \
+  "encode $ENCODE1, $ENCODE2; null sink $SINK1, $SINK2; null sink read $SINK_READ1," \
+  "$SINK_READ2; read $READ1, $READ2;" \
   "degraded $DEGRADED1, $DEGRADED2; zfec ${ZFECS[*]}; pyeclib ${PYECLIBS[*]}"
 echo "degraded read: $RECON_DEGRADED blocks reconstructed (devices ${FAILED3[*]} failed);" \
   "rebuild: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in" \
@@ -658,6 +681,7 @@ doc = {
     "load_start": "$LOAD_START", "load_end": "$LOAD_END",
     "source_filesystem": "$SRC_FS",
     "seconds": {"encode": [$T_ENCODE1, $T_ENCODE2], "null_sink_encode": [$T_SINK1, $T_SINK2],
+                "null_sink_read": [${T_SINK_READS[0]}, ${T_SINK_READS[1]}],
                 "encode_source_on_disk": $T_ENCODE_DISK,
                 "read": [${T_READS[0]}, ${T_READS[1]}],
                 "read_piped": [${T_PIPED[0]}, ${T_PIPED[1]}],

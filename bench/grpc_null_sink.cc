@@ -1,23 +1,29 @@
-// grpc_null_sink: the transport's own ceiling for bench/e2e.sh. A gRPC server that implements
-// ecd.v1 Objects.Encode (client streaming) by counting and discarding the bytes, so that the same
-// `ecctl encode` command that feeds ecd can be pointed at it (`ecctl --addr`) and the difference
-// between the two is ecd's own work (EC, CRC, NVMe writes, flush, commit). Every other RPC is
-// UNIMPLEMENTED. Runs until SIGTERM or SIGINT.
+// grpc_null_sink: the transport's own ceiling for bench/e2e.sh, both ways. A gRPC server that
+// implements ecd.v1 Objects.Encode (client streaming) by counting and discarding the bytes, so
+// that the same `ecctl encode` command that feeds ecd can be pointed at it (`ecctl --addr`) and
+// the difference between the two is ecd's own work (EC, CRC, NVMe writes, flush, commit); and
+// Objects.Read of an object it was sent, streaming as many bytes (zeros) back as ecd would, from
+// memory it filled beforehand, so that `ecctl read` against it is the read's ceiling. Every other
+// RPC is UNIMPLEMENTED. Runs until SIGTERM or SIGINT.
 //
 // Usage: grpc_null_sink [--listen 127.0.0.1:0] [--port-file FILE]
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/data_message.h"
@@ -38,6 +44,24 @@ constexpr uint32_t kDefaultDataBlocks = 4;
 constexpr uint32_t kDefaultParityBlocks = 2;
 constexpr uint64_t kDefaultBlockSize = 1 << 20;
 
+// ecd's Read messages carry up to 1 MiB of data each (ReadResponse in ecd.proto).
+constexpr size_t kReadChunk = 1 << 20;
+// The full Read messages the sink cycles through: 64 MiB, more than the caches hold, so that the
+// kernel copies them into the socket from memory, as it copies ecd's freshly read stripes.
+constexpr size_t kReadMessages = 64;
+
+// A serialized ReadResponse of `n` bytes of zeros; object_size and object_version set when
+// `object_size` is not 0 (ecd sets them on the first message).
+grpc::Slice ReadMessage(uint64_t object_size, size_t n) {
+  v1::ReadResponse response;
+  response.mutable_data()->assign(n, '\0');
+  if (object_size > 0) {
+    response.set_object_size(object_size);
+    response.set_object_version(1);
+  }
+  return grpc::Slice(response.SerializeAsString());
+}
+
 // Objects.Encode that keeps nothing. The stream is checked as ecd checks its shape (a header on
 // the first message only; exactly header.size bytes when the size is declared), and the response
 // describes the object ecd would have committed: version 1, the bytes counted, its stripe count.
@@ -50,6 +74,57 @@ class NullObjects final : public v1::Objects::Service {
                        new grpc::internal::ClientStreamingHandler<NullObjects, grpc::ByteBuffer,
                                                                   v1::EncodeResponse>(
                            std::mem_fn(&NullObjects::EncodeFromBytes), this));
+    // Read as ecd serves it: the request parsed, the responses written as raw bytes.
+    MarkMethodStreamed(
+        ecd::daemon::ObjectsMethodIndex("Read"),
+        new grpc::internal::SplitServerStreamingHandler<v1::ReadRequest, grpc::ByteBuffer>(
+            [this](grpc::ServerContext* context,
+                   grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
+              return ReadFromBytes(context, stream);
+            }));
+    for (size_t i = 0; i < kReadMessages; ++i) full_.push_back(ReadMessage(0, kReadChunk));
+  }
+
+  // Streams the size of the object last encoded under the request's name, in ecd's messages:
+  // the first and a short last one built for the call, every other one a reference to one of
+  // full_ in turn (no copy). NOT_FOUND and OUT_OF_RANGE as ecd answers them.
+  grpc::Status ReadFromBytes(grpc::ServerContext* context,
+                             grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
+    v1::ReadRequest request;
+    if (!stream->Read(&request)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no ReadRequest");
+    }
+    uint64_t size = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = sizes_.find(request.name());
+      if (it == sizes_.end()) {
+        return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                            absl::StrCat("no object named \"", request.name(),
+                                         "\" was encoded to this sink; encode it first"));
+      }
+      size = it->second;
+    }
+    if (request.offset() > size) {
+      return grpc::Status(
+          grpc::StatusCode::OUT_OF_RANGE,
+          absl::StrCat("offset ", request.offset(), " is past the end (", size, " bytes)"));
+    }
+    uint64_t left = size - request.offset();
+    if (request.length() > 0) left = std::min<uint64_t>(left, request.length());
+    size_t next = 0;
+    bool first = true;
+    do {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kReadChunk));
+      grpc::Slice message = first || n < kReadChunk ? ReadMessage(first ? size : 0, n)
+                                                    : full_[next++ % kReadMessages];
+      if (!stream->Write(grpc::ByteBuffer(&message, 1))) {
+        return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+      }
+      left -= n;
+      first = false;
+    } while (left > 0 && !context->IsCancelled());
+    return grpc::Status::OK;
   }
 
   grpc::Status EncodeFromBytes(grpc::ServerContext* context,
@@ -101,6 +176,10 @@ class NullObjects final : public v1::Objects::Service {
                                .count());
     o->set_version(1);
     total_bytes_ += bytes;
+    {
+      std::lock_guard lock(mu_);
+      sizes_[header.name()] = bytes;
+    }
     std::fprintf(stderr, "grpc_null_sink: %s: %llu bytes in %llu messages discarded\n",
                  header.name().c_str(), static_cast<unsigned long long>(bytes),
                  static_cast<unsigned long long>(messages));
@@ -111,13 +190,18 @@ class NullObjects final : public v1::Objects::Service {
 
  private:
   std::atomic<uint64_t> total_bytes_{0};
+  std::vector<grpc::Slice> full_;  // kReadMessages messages of kReadChunk bytes; read-only.
+  std::mutex mu_;
+  std::map<std::string, uint64_t> sizes_;  // Guarded by mu_: name -> bytes of its last Encode.
 };
 
 int Main(int argc, char** argv) {
   ecd::ApplyMallocPolicy();  // Receive as ecd does, or the ceiling would be too low.
   std::string listen = "127.0.0.1:0";
   std::string port_file;
-  CLI::App app{"grpc_null_sink: ecd.v1 Objects.Encode that counts and discards the bytes"};
+  CLI::App app{
+      "grpc_null_sink: ecd.v1 Objects.Encode that counts and discards the bytes, and Objects.Read "
+      "that streams as many back"};
   app.add_option("--listen", listen, "TCP address to serve on (port 0 picks one)")
       ->capture_default_str();
   app.add_option("--port-file", port_file, "Write the bound TCP port to this file");
