@@ -15,7 +15,9 @@
 // interleaved in time inside one benchmark, a few batches of each in turn per iteration, and
 // report per-variant GB/s and the median of the per-iteration ratios as counters, so that
 // interference on a shared machine lands on every variant alike (scripts/bench_ratios.py).
+// ChecksumPaired: encode and CRC32C of every block in two passes against Codec::Encode's one.
 #include <benchmark/benchmark.h>
+#include <isa-l/crc.h>
 #include <isa-l/erasure_code.h>
 
 #include <algorithm>
@@ -594,6 +596,41 @@ void BM_CreatePaired(benchmark::State& state) {
   SetRatio(state, rounds, "w2s_over_w1s", 5, 4);
 }
 
+// Encode and every block's CRC32C, as the store's encode needs both, paired: the codec's
+// encode, then crc32_iscsi over each whole block (apart), against Codec::Encode with checksums,
+// which codes and checksums the blocks in pieces while they are in cache (fused).
+// fused_over_apart is what the single pass gains.
+void BM_ChecksumPaired(benchmark::State& state) {
+  int m, k;
+  size_t len;
+  Shape(state, &m, &k, &len);
+  Stripes& st = Stripes::Of(m, k, len);
+  auto codec = *Codec::Create(MatrixType::kCauchy, m, k);
+  std::vector<uint32_t> sums(static_cast<size_t>(m + k));
+  const std::function<void()> apart = [&] {
+    for (int s = 0; s < kBatch; ++s) {
+      const auto task = std::get<ecd::ec::CreateTask>(CreateOf(codec, st, s));
+      benchmark::DoNotOptimize(codec->Encode(task.data, task.parity));
+      for (int i = 0; i < m + k; ++i) {
+        sums[i] = ~crc32_iscsi(st.Span(s, i).data(), static_cast<int>(len), 0xFFFFFFFFu);
+      }
+    }
+    benchmark::ClobberMemory();
+  };
+  const std::function<void()> fused = [&] {
+    for (int s = 0; s < kBatch; ++s) {
+      const auto task = std::get<ecd::ec::CreateTask>(CreateOf(codec, st, s));
+      benchmark::DoNotOptimize(codec->Encode(task.data, task.parity, absl::MakeSpan(sums)));
+    }
+    benchmark::ClobberMemory();
+  };
+  const int segment = SegmentOf(apart);
+  const std::vector<std::array<double, 2>> rounds =
+      Rounds<2>(state, segment, {Variant{apart, {}}, Variant{fused, {}}});
+  ReportPaired<2>(state, rounds, {"apart", "fused"}, segment, m, len);
+  SetRatio(state, rounds, "fused_over_apart", 1, 0);
+}
+
 // Recover of e data blocks (e = range(3)): raw ISA-L and the engine on one worker, paired.
 void BM_RecoverPaired(benchmark::State& state) {
   int m, k;
@@ -651,6 +688,7 @@ BENCHMARK(BM_RecoverEngineRun)->Apply(RecoverShapes);
 BENCHMARK(BM_RecoverEngineStreaming)->Apply(RecoverShapes);
 BENCHMARK(BM_CreatePaired)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_RecoverPaired)->Apply(RecoverShapes);
+BENCHMARK(BM_ChecksumPaired)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_UpdateOneBlockRawIsal)->Apply([](auto* b) { Shapes(b, false); });
 BENCHMARK(BM_UpdateOneBlockEngineRun)->Apply([](auto* b) { Shapes(b, false); });
 

@@ -43,13 +43,14 @@ class Codec {
   MatrixType matrix_type() const { return type_; }
 
   // Computes the K parity blocks of the M data blocks.
-  // When `checksums` is not empty it receives the CRC32C (Castagnoli, the standard value:
-  // CRC32C("123456789") == 0xE3069283) of every block, data then parity (M + K values), taken
-  // in the same pass: the blocks are coded a few KiB at a time and each piece is checksummed
-  // while it is still in cache, which reads memory once instead of twice.
+  // When `checksums` is not empty, every entry is overwritten with the CRC32C (Castagnoli,
+  // the standard value: CRC32C("123456789") == 0xE3069283) of a block, data then parity (M + K
+  // values), taken in the same pass: the blocks are coded in pieces of 256 KiB / (M + K) bytes
+  // (a multiple of 64, at least 4 KiB) and each piece is checksummed while it is still in
+  // cache, which reads memory once instead of twice.
   // REQUIRES: data.size() == M, parity.size() == K, every block the same length, which passes
-  // ValidateBlockSize; checksums empty or M + K long. Returns InvalidArgument otherwise, with
-  // `parity` and `checksums` untouched.
+  // ValidateBlockSize; checksums empty or M + K long, and not inside any block (unchecked).
+  // Returns InvalidArgument otherwise, with `parity` and `checksums` untouched.
   absl::Status Encode(absl::Span<const absl::Span<const uint8_t>> data,
                       absl::Span<const absl::Span<uint8_t>> parity,
                       absl::Span<uint32_t> checksums = {}) const;
