@@ -7,7 +7,8 @@
 # fio passes around its phase, as the disk's speed wanders), fio's read again with 1/8 as many
 # bytes written beside it (the disk traffic of a rebuild), the same `ecctl encode` and `ecctl
 # read` against a gRPC null sink (bench/grpc_null_sink: the transport's ceiling both ways), zfec
-# and pyeclib encoding the file 8+3, and par2 creating 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
+# and pyeclib encoding the file 8+3 (in memory, and again writing their 11 shares to the disk),
+# and par2 creating 37.5% redundancy. It prints a table of MB/s (10^6 bytes/s), ratios and the issue's targets,
 # and ecd's peak RSS. Every read is timed to /dev/null (fio's read also discards its bytes), then
 # repeated into a pipe to cksum and checked against the source file (CRC and length); the piped
 # reads have their own row.
@@ -457,14 +458,19 @@ RSS_KB=$(awk '/^VmHWM:/ { print $2 }' "/proc/$ECD_PID/status")
 stop_ecd
 rm -rf "$WORK/ecd" "$WORK/fio.bin"
 
-# ---- peers: zfec and pyeclib (file read and encoded in one process; parity discarded)
+# ---- peers: zfec and pyeclib (file read and encoded in one process; parity discarded), and the
+# same with their shares written to the disk and fsynced, as ecd's are
 
 # peer zfec|pyeclib: prints "MB/s backend".
+# With a DIR, the peer also does the rest of ecd's job: it writes its M+K shares to M+K files in
+# DIR (share i of every stripe appended to file i, as zfec's own command writes .fec files) and
+# fsyncs them before the clock stops; the files are removed afterwards.
 peer() {
   drop_caches
-  "$PY" - "$1" "$SRC" "$M" "$K" "$BLOCK" <<'PY'
-import sys, time
+  "$PY" - "$1" "$SRC" "$M" "$K" "$BLOCK" "${2:-}" <<'PY'
+import os, sys, time
 which, path, m, k, block = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+share_dir = sys.argv[6]
 stripe = m * block
 if which == "zfec":
     import zfec
@@ -474,7 +480,8 @@ if which == "zfec":
         if len(buf) < stripe:
             buf = buf + b"\0" * (stripe - len(buf))
         view = memoryview(buf)
-        return enc.encode([view[i * block:(i + 1) * block] for i in range(m)], list(range(m, m + k)))
+        data = [view[i * block:(i + 1) * block] for i in range(m)]
+        return data + enc.encode(data, list(range(m, m + k)))
 else:
     from pyeclib.ec_iface import ECDriver
     try:
@@ -485,22 +492,35 @@ else:
         backend = "liberasurecode_rs_vand (isa_l_rs_cauchy unavailable)"
     def encode(buf):
         return enc.encode(buf)
+names = [os.path.join(share_dir, "share.%d" % i) for i in range(m + k)] if share_dir else []
 total = 0
 t0 = time.perf_counter()
+shares = [open(n, "wb") for n in names]
 with open(path, "rb", buffering=0) as f:
     while True:
         buf = f.read(stripe)
         if not buf:
             break
-        parity = encode(buf)
-        assert len(parity) >= k
+        out = encode(buf)
+        assert len(out) == m + k
+        for share, piece in zip(shares, out):
+            share.write(piece)
         total += len(buf)
+for share in shares:
+    share.flush()
+    os.fsync(share.fileno())
+    share.close()
 elapsed = time.perf_counter() - t0
+for n in names:
+    os.remove(n)
 print("%.1f %s" % (total / elapsed / 1e6, backend))
 PY
 }
 ZFECS=()
 PYECLIBS=()
+ZFECS_W=()
+PYECLIBS_W=()
+mkdir -p "$WORK/shares"
 for pass in 1 2; do
   echo "e2e: zfec ($pass/2)"
   R=$(peer zfec)
@@ -510,6 +530,12 @@ for pass in 1 2; do
   R=$(peer pyeclib)
   read -r rate PYECLIB_BACKEND <<<"$R"
   PYECLIBS+=("$rate")
+  echo "e2e: zfec writing its shares ($pass/2)"
+  R=$(peer zfec "$WORK/shares")
+  ZFECS_W+=("${R%% *}")
+  echo "e2e: pyeclib writing its shares ($pass/2)"
+  R=$(peer pyeclib "$WORK/shares")
+  PYECLIBS_W+=("${R%% *}")
 done
 
 # ---- par2: 3/8 redundancy (37.5%), 1 MiB blocks, on a 64 MiB slice if the whole file would take
@@ -574,6 +600,8 @@ DEGRADED2=$(mbps "$SIZE" "${T_DEGRADEDS[1]}")
 DEGRADED=$(mean "$DEGRADED1" "$DEGRADED2")
 ZFEC=$(mean "${ZFECS[@]}")
 PYECLIB=$(mean "${PYECLIBS[@]}")
+ZFEC_W=$(mean "${ZFECS_W[@]}")
+PYECLIB_W=$(mean "${PYECLIBS_W[@]}")
 AFTER=$(mbps "$SIZE" "$T_AFTER")
 REBUILD=$(mbps $((BYTES_REBUILT * M)) "$T_RECOVER")
 CHECKED=$(mbps $((BYTES_CHECKED_REBUILT * M)) "$T_CHECKED")
@@ -619,12 +647,16 @@ row "grpc null sink (ecctl encode)" "$SINKRATE" MB/s - - - - -
 row "grpc null sink (ecctl read)" "$SINK_READ" MB/s - - - - -
 row "zfec 8+3 ($ZFEC_BACKEND)" "$ZFEC" MB/s - - - - -
 row "pyeclib 8+3 ($PYECLIB_BACKEND)" "$PYECLIB" MB/s - - - - -
+row "zfec 8+3, writing its 11 shares to the disk (fsync)" "$ZFEC_W" MB/s - - - - -
+row "pyeclib 8+3, writing its 11 shares to the disk (fsync)" "$PYECLIB_W" MB/s - - - - -
 row "par2 create 37.5% ($PAR2_NOTE)" "$PAR2" MB/s - - - - -
 row "ecd encode" "$ENCODE" MB/s "fio write around it x 8/11" "$FIO_W_EC" ">=" 0.8
 row "ecd encode" "$ENCODE" MB/s "grpc null sink" "$SINKRATE" - -
 row "ecd encode" "$ENCODE" MB/s "zfec" "$ZFEC" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "pyeclib" "$PYECLIB" ">=" 3
 row "ecd encode" "$ENCODE" MB/s "par2" "$PAR2" ">=" 100
+row "ecd encode" "$ENCODE" MB/s "zfec writing its shares" "$ZFEC_W" - -
+row "ecd encode" "$ENCODE" MB/s "pyeclib writing its shares" "$PYECLIB_W" - -
 row "ecd encode, source read from the same disk" "$ENCODE_DISK" MB/s "fio write around it x 8/11" "$FIO_W_EC_DISK" - -
 row "ecd read (to /dev/null, as fio's)" "$READ" MB/s "fio read around it" "$FIO_R_READS" ">=" 0.8
 row "ecd read (to /dev/null, as fio's)" "$READ" MB/s "grpc null sink" "$SINK_READ" - -
@@ -653,7 +685,8 @@ echo "passes (MB/s, in run order; each row is their mean): fio write $FIO_W1, $F
   "$FIO_W4; fio read $FIO_R1, $FIO_R2, $FIO_R3, $FIO_R4, $FIO_R5;" \
   "encode $ENCODE1, $ENCODE2; null sink $SINK1, $SINK2; null sink read $SINK_READ1," \
   "$SINK_READ2; read $READ1, $READ2;" \
-  "degraded $DEGRADED1, $DEGRADED2; zfec ${ZFECS[*]}; pyeclib ${PYECLIBS[*]}"
+  "degraded $DEGRADED1, $DEGRADED2; zfec ${ZFECS[*]}; pyeclib ${PYECLIBS[*]}; writing their" \
+  "shares: zfec ${ZFECS_W[*]}; pyeclib ${PYECLIBS_W[*]}"
 echo "degraded read: $RECON_DEGRADED blocks reconstructed (devices ${FAILED3[*]} failed);" \
   "rebuild: $BLOCKS_REBUILT blocks, $(numfmt --to=iec "$BYTES_REBUILT") rebuilt in" \
   "${T_RECOVER} s reading $BLOCKS_READ blocks (device $FAILED1 failed); full recover:" \
@@ -688,7 +721,9 @@ doc = {
                 "degraded_read": [${T_DEGRADEDS[0]}, ${T_DEGRADEDS[1]}], "recover": $T_RECOVER,
                 "read_after_recover": $T_AFTER, "recover_check_all": $T_CHECKED,
                 "par2": $T_PAR2},
-    "peer_mbps": {"zfec": [${ZFECS[0]}, ${ZFECS[1]}], "pyeclib": [${PYECLIBS[0]}, ${PYECLIBS[1]}]},
+    "peer_mbps": {"zfec": [${ZFECS[0]}, ${ZFECS[1]}], "pyeclib": [${PYECLIBS[0]}, ${PYECLIBS[1]}],
+                  "zfec_writing_shares": [${ZFECS_W[0]}, ${ZFECS_W[1]}],
+                  "pyeclib_writing_shares": [${PYECLIBS_W[0]}, ${PYECLIBS_W[1]}]},
     "fio_mbps": {"write": [$FIO_W1, $FIO_W2, $FIO_W3, $FIO_W4],
                  "read": [$FIO_R1, $FIO_R2, $FIO_R3, $FIO_R4, $FIO_R5],
                  "read_with_writes": $FIO_MIX, "ioengine": "$FIO_ENGINE"},
