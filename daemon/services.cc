@@ -165,10 +165,15 @@ class StreamSource final : public store::ByteSource {
   std::optional<Limit> refused_;
 };
 
-// Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes, each
-// built in one gRPC slice: the data is copied in once, and at send time the other fields and the
-// data field's tag and length (protobuf's wire format; data is field 1) are written in the room
-// left in front of it (protobuf would copy the data into a std::string, then into a slice).
+// Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes, built as
+// gRPC slices: a small one in front with the other fields and the data field's tag and length
+// (protobuf's wire format; data is field 1), then the data. What the store passes pinned
+// (WritePinned: a read's blocks) is sent from the store's stripe buffer itself, in slices that
+// hold the pin until gRPC lets go of them, in pieces of at least kPinAtLeast bytes; shorter
+// pieces, and GetBlock's bytes, are copied once into a slice of the sink's. (Protobuf would copy
+// the data into a std::string, then into a slice.) A message that ends in pinned data is sealed
+// when the WritePinned call that filled it returns, so that no pin waits in a half-filled
+// message while the read waits for that pin to reuse its buffer.
 // A sender thread, started with the second message, writes the messages to the stream, so that
 // filling one overlaps with sending the one before (a blocking Write took 0.55 s of a 0.75 s
 // 1 GiB read when the store's thread did both). At most one sealed message waits for the
@@ -184,7 +189,7 @@ class ReadStreamSink final : public store::ByteSink {
       : context_(context), stream_(stream) {}
   ~ReadStreamSink() override {
     StopSender();
-    if (buffer_.has_value()) grpc_slice_unref(*buffer_);
+    if (copy_.has_value()) grpc_slice_unref(*copy_);
   }
   ReadStreamSink(const ReadStreamSink&) = delete;
   ReadStreamSink& operator=(const ReadStreamSink&) = delete;
@@ -206,12 +211,38 @@ class ReadStreamSink final : public store::ByteSink {
     if (context_->IsCancelled()) return absl::CancelledError("the call ended");
     fields_.set_reconstructed_blocks(fields_.reconstructed_blocks() + reconstructed);
     while (!data.empty()) {
-      if (!buffer_.has_value()) buffer_ = grpc_slice_malloc(kRoom + kReadChunk);
+      if (!copy_.has_value()) copy_ = grpc_slice_malloc(kReadChunk);
       const size_t n = std::min(kReadChunk - filled_, data.size());
-      std::memcpy(GRPC_SLICE_START_PTR(*buffer_) + kRoom + filled_, data.data(), n);
+      std::memcpy(GRPC_SLICE_START_PTR(*copy_) + copy_end_, data.data(), n);
+      copy_end_ += n;
       filled_ += n;
       data.remove_prefix(n);
       if (filled_ == kReadChunk) {
+        if (absl::Status s = Send(); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status WritePinned(absl::Span<const uint8_t> data, uint32_t reconstructed,
+                           const std::shared_ptr<const void>& pin) override {
+    if (data.size() < kPinAtLeast) return Write(data, reconstructed);
+    if (context_->IsCancelled()) return absl::CancelledError("the call ended");
+    fields_.set_reconstructed_blocks(fields_.reconstructed_blocks() + reconstructed);
+    while (!data.empty()) {
+      if (data.size() < kPinAtLeast) return Write(data, 0);  // A short tail is copied.
+      const size_t n = std::min(kReadChunk - filled_, data.size());
+      TakeCopied();
+      // The slice owns a copy of the pin, dropped when gRPC and this sink are done with it.
+      parts_.emplace_back(
+          grpc_slice_new_with_user_data(
+              const_cast<uint8_t*>(data.data()), n,
+              [](void* held) { delete static_cast<std::shared_ptr<const void>*>(held); },
+              new std::shared_ptr<const void>(pin)),
+          grpc::Slice::STEAL_REF);
+      filled_ += n;
+      data.remove_prefix(n);
+      if (filled_ == kReadChunk || data.empty()) {
         if (absl::Status s = Send(); !s.ok()) return s;
       }
     }
@@ -237,30 +268,43 @@ class ReadStreamSink final : public store::ByteSink {
  private:
   // Room for the other fields (three varints) and the data field's tag and length.
   static constexpr size_t kRoom = 64;
+  // Smaller pinned pieces are copied (so are blocks this small): every pinned piece ends its
+  // message, and messages this short would cost more than the copy.
+  static constexpr size_t kPinAtLeast = kReadChunk / 2;
   static constexpr uint32_t kDataTag = google::protobuf::internal::WireFormatLite::MakeTag(
       1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);  // data
 
   static absl::Status GoneError() { return absl::CancelledError("the client went away"); }
 
+  // Moves the bytes copied since the last part into the message's parts.
+  void TakeCopied() {
+    if (copy_end_ > copy_begin_) {
+      parts_.push_back(grpc::Slice(*copy_, grpc::Slice::ADD_REF).sub(copy_begin_, copy_end_));
+      copy_begin_ = copy_end_;
+    }
+  }
+
   // Seals the buffered message and hands it to the sender (written inline when it is the
   // first: a read of one message starts no thread).
   absl::Status Send() {
-    if (!buffer_.has_value()) buffer_ = grpc_slice_malloc(kRoom);
+    TakeCopied();
+    if (copy_.has_value()) grpc_slice_unref(*copy_);  // The parts hold what they use of it.
+    copy_.reset();
+    copy_begin_ = copy_end_ = 0;
     using google::protobuf::io::CodedOutputStream;
     uint8_t prefix[kRoom];
     uint8_t* end = prefix + fields_.ByteSizeLong();  // Also caches the sizes written below.
     fields_.SerializeWithCachedSizesToArray(prefix);
     end = CodedOutputStream::WriteTagToArray(kDataTag, end);
     end = CodedOutputStream::WriteVarint64ToArray(filled_, end);
-    const size_t size = static_cast<size_t>(end - prefix);
-    std::memcpy(GRPC_SLICE_START_PTR(*buffer_) + kRoom - size, prefix, size);
-    grpc::Slice message =
-        grpc::Slice(*buffer_, grpc::Slice::STEAL_REF).sub(kRoom - size, kRoom + filled_);
-    buffer_.reset();
+    parts_.insert(parts_.begin(),
+                  grpc::Slice(prefix, static_cast<size_t>(end - prefix)));  // Copied.
+    grpc::ByteBuffer message(parts_.data(), parts_.size());
+    parts_.clear();
     filled_ = 0;
     fields_.Clear();
     const auto write_here = [&] {
-      return stream_->Write(grpc::ByteBuffer(&message, 1)) ? absl::OkStatus() : GoneError();
+      return stream_->Write(message) ? absl::OkStatus() : GoneError();
     };
     if (!sent_any_ || inline_) {
       sent_any_ = true;
@@ -278,7 +322,7 @@ class ReadStreamSink final : public store::ByteSink {
         return write_here();
       }
     }
-    queued_.emplace(&message, 1);
+    queued_.emplace(std::move(message));
     lock.unlock();
     changed_.notify_all();
     return absl::OkStatus();
@@ -318,9 +362,11 @@ class ReadStreamSink final : public store::ByteSink {
 
   const grpc::ServerContext* const context_;
   Streamer* const stream_;
-  v1::ReadResponse fields_;           // Every field but data, for the next message.
-  std::optional<grpc_slice> buffer_;  // The next message: kRoom, then filled_ bytes of data.
-  size_t filled_ = 0;
+  v1::ReadResponse fields_;               // Every field but data, for the next message.
+  std::vector<grpc::Slice> parts_;        // The next message's data so far, in order.
+  std::optional<grpc_slice> copy_;        // Where Write copies to (kReadChunk bytes).
+  size_t copy_begin_ = 0, copy_end_ = 0;  // copy_'s bytes not yet in parts_.
+  size_t filled_ = 0;                     // Data bytes of the next message.
   bool sent_any_ = false;
   bool inline_ = false;  // No sender thread could be started: every message is written inline.
 

@@ -177,6 +177,31 @@ TEST_F(ReadStreamTest, MessagesCarryTheObjectInOrder) {
   EXPECT_TRUE(got.bytes.empty());
 }
 
+// Blocks of 1 MiB go out from the stripe buffers themselves (pinned, not copied) in the same
+// messages: full ones, a range's odd head and tail copied into them; blocks of 768 KiB are
+// pinned too, each ending its message.
+TEST_F(ReadStreamTest, PinnedBlocksGoOutInTheSameMessagesAndBytes) {
+  const std::vector<uint8_t> data = store::RandomBytes((5 << 20) + 12345, 79);
+  ASSERT_TRUE(Put("mib", data, 4, 2, 1 << 20).ok());
+  Got got = ReadAll("mib");
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.messages, 6);
+  EXPECT_TRUE(got.bytes == AsString(data)) << "the bytes read differ from the bytes stored";
+  got = ReadAll("mib", (1 << 20) - 7, (2 << 20) + 100);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.messages, 3);
+  EXPECT_TRUE(got.bytes == AsString(std::vector<uint8_t>(data.begin() + (1 << 20) - 7,
+                                                         data.begin() + (3 << 20) + 93)));
+  ASSERT_TRUE(Put("odd", data, 4, 2, 768 << 10).ok());
+  for (auto [offset, length] : {std::pair<uint64_t, uint64_t>{0, 0}, {1000, 3 << 20}}) {
+    got = ReadAll("odd", offset, length);
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    const auto end = length == 0 ? data.end() : data.begin() + offset + length;
+    EXPECT_TRUE(got.bytes == AsString(std::vector<uint8_t>(data.begin() + offset, end)))
+        << "offset " << offset;
+  }
+}
+
 TEST_F(ReadStreamTest, AClientThatLeavesMidReadLeavesTheServiceServing) {
   const std::vector<uint8_t> data = store::RandomBytes(8 << 20, 78);
   ASSERT_TRUE(Put("obj", data, 4, 2, 64 << 10).ok());

@@ -1,9 +1,13 @@
 // Tests of the store's memory limit: requests wait for stripe memory instead of failing, a
 // stripe that can never fit is refused, and a limit too small for the devices is refused. The
 // budget is a DMA arena whose runs the devices move as fixed buffers.
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "lib/store/fault_namespace.h"
@@ -321,6 +325,116 @@ TEST_F(MemoryLimitTest, ReadsReserveTheSinksOwnBuffersUntilItIsFinished) {
   EXPECT_EQ(empty.finishes, 1);
   EXPECT_TRUE(empty.finished_ok);
   EXPECT_EQ(budget.reserved_bytes(), 0u);
+}
+
+// Passes the bytes on the way a network sink does without copying: it keeps each pinned piece
+// (and its pin) for a while on a thread of its own, as gRPC keeps a slice until it is sent,
+// and before it drops the pin checks that the bytes under it are still the object's. The last
+// piece of the read it keeps past Finish (in `kept`), for the test to drop.
+class PinningSink : public ByteSink {
+ public:
+  struct Held {
+    absl::Span<const uint8_t> data;
+    uint64_t at = 0;  // From the start of the read.
+    std::shared_ptr<const void> pin;
+  };
+
+  PinningSink(const std::vector<uint8_t>& object, uint64_t offset)
+      : object_(object), offset_(offset), releaser_([this] { Release(); }) {}
+  ~PinningSink() override {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    releaser_.join();
+  }
+  absl::Status Start(uint64_t object_size) override {
+    end_ = object_size - offset_;
+    return absl::OkStatus();
+  }
+  absl::Status Write(absl::Span<const uint8_t> data, uint32_t) override {
+    std::lock_guard lock(mu_);
+    at_ += data.size();
+    return absl::OkStatus();
+  }
+  absl::Status WritePinned(absl::Span<const uint8_t> data, uint32_t,
+                           const std::shared_ptr<const void>& pin) override {
+    std::lock_guard lock(mu_);
+    Held h{data, at_, pin};
+    at_ += data.size();
+    ++pinned;
+    if (at_ == end_) {
+      kept = std::move(h);  // The read's last piece: no later read of a buffer waits for it.
+    } else {
+      held_.push_back(std::move(h));
+      cv_.notify_all();
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Finish(bool) override {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return held_.empty(); });
+    return absl::OkStatus();
+  }
+  // Whether the bytes of `h` are still the object's.
+  bool Intact(const Held& h) const {
+    return std::equal(h.data.begin(), h.data.end(), object_.begin() + offset_ + h.at);
+  }
+
+  int pinned = 0;
+  int changed_under_pin = 0;  // Read after Finish.
+  std::optional<Held> kept;
+
+ private:
+  // Drops each held piece 1 ms after it came, checking its bytes first.
+  void Release() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || !held_.empty(); });
+      if (stop_) return;
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      lock.lock();
+      if (!Intact(held_.front())) ++changed_under_pin;
+      held_.pop_front();
+      cv_.notify_all();
+    }
+  }
+
+  const std::vector<uint8_t>& object_;
+  const uint64_t offset_;
+  uint64_t end_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Held> held_;  // Guarded by mu_, as at_ and stop_.
+  uint64_t at_ = 0;
+  bool stop_ = false;
+  std::thread releaser_;  // Last: started once the rest is built.
+};
+
+TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemOutliveTheRead) {
+  const std::vector<uint8_t> data = RandomBytes(10 * 16384, 8);  // 10 stripes of 4 x 4 KiB.
+  ASSERT_TRUE(Put("obj", data).ok());
+  const MemoryBudget& budget = store_->memory_budget();
+  for (uint64_t offset : {uint64_t{0}, uint64_t{5000}}) {
+    PinningSink sink(data, offset);
+    ASSERT_TRUE(store_->Read("obj", offset, 0, sink).ok());
+    EXPECT_EQ(sink.pinned, offset == 0 ? 40 : 39);  // Every block the read touches.
+    EXPECT_EQ(sink.changed_under_pin, 0) << "a buffer was read into while pinned";
+    // The last pin outlives the read: the bytes under it and the read's memory stay.
+    ASSERT_TRUE(sink.kept.has_value());
+    EXPECT_TRUE(sink.Intact(*sink.kept));
+    EXPECT_GT(budget.reserved_bytes(), 0u);
+    // Another read meanwhile (of the last stripe, one buffer: the 2 stripes of room left)
+    // gets a buffer of its own and its bytes right.
+    absl::StatusOr<std::vector<uint8_t>> again = Get("obj", 9 * 16384, 16384);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(*again, std::vector<uint8_t>(data.begin() + 9 * 16384, data.end()));
+    EXPECT_TRUE(sink.Intact(*sink.kept));
+    sink.kept.reset();  // The last pin: the read's buffers go back to the budget.
+    EXPECT_EQ(budget.reserved_bytes(), 0u);
+  }
 }
 
 // Stores with room for 40 stripes whose pipelines StoreOptions::stripes_in_flight sets.

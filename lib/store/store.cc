@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -1252,9 +1253,47 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
       held);
   absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs, held);
   if (!buffers.ok()) return FailSink(sink, buffers.status());
-  std::vector<StripeBuffer*> idle;
-  for (auto& b : buffers->buffers) idle.push_back(b.get());
+  // The buffers are shared with the sink's pins (ByteSink::WritePinned): a buffer is read into
+  // again only once no pin of it is left, and the set lives until the last pin is gone, which
+  // may be after this read.
+  struct Pinned {
+    StripeSet set;
+    std::mutex mu;
+    std::condition_variable released;
+    std::vector<int> pins;  // Live pins per buffer. Guarded by mu.
+  };
+  struct Pin {
+    Pin(std::shared_ptr<Pinned> of, size_t buffer) : of(std::move(of)), buffer(buffer) {
+      std::lock_guard lock(this->of->mu);
+      ++this->of->pins[buffer];
+    }
+    ~Pin() {
+      {
+        std::lock_guard lock(of->mu);
+        --of->pins[buffer];
+      }
+      of->released.notify_all();
+    }
+    Pin(const Pin&) = delete;
+    Pin& operator=(const Pin&) = delete;
+    const std::shared_ptr<Pinned> of;
+    const size_t buffer;
+  };
+  const auto pinned = std::make_shared<Pinned>();
+  pinned->set = *std::move(buffers);
+  pinned->pins.assign(depth, 0);
+  std::deque<size_t> idle;  // Oldest first: its pins are the likeliest to be gone.
+  for (size_t i = 0; i < depth; ++i) idle.push_back(i);
+  // Takes the oldest idle buffer, once the sink holds no pin of it.
+  auto take_idle = [&]() -> size_t {
+    const size_t i = idle.front();
+    idle.pop_front();
+    std::unique_lock lock(pinned->mu);
+    pinned->released.wait(lock, [&] { return pinned->pins[i] == 0; });
+    return i;
+  };
   struct Ahead {
+    size_t index;
     StripeBuffer* buffer;
     uint64_t stripe;
     std::vector<const BlockRecord*> by_index;
@@ -1271,17 +1310,19 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
         LoadBlocks(object, a.stripe, *codec, a.by_index, a.need, *a.buffer, "", std::move(a.reads));
     if (!wanted.ok()) return wanted.status();
     uint32_t reconstructed = static_cast<uint32_t>(wanted->size());
+    const std::shared_ptr<const void> pin = std::make_shared<const Pin>(pinned, a.index);
+    idle.push_back(a.index);  // Reused once the sink has let go of it.
     for (int i : a.need) {
       const uint64_t block_lo = static_cast<uint64_t>(i) * bs;
       const uint64_t from = std::max(a.lo, block_lo) - block_lo;
       const uint64_t to = std::min(a.hi, block_lo + bs) - block_lo;
-      if (absl::Status s = sink.Write(a.buffer->block(i).subspan(from, to - from), reconstructed);
+      if (absl::Status s =
+              sink.WritePinned(a.buffer->block(i).subspan(from, to - from), reconstructed, pin);
           !s.ok()) {
         return s;
       }
       reconstructed = 0;
     }
-    idle.push_back(a.buffer);
     return absl::OkStatus();
   };
 
@@ -1299,8 +1340,8 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
           if (absl::Status s = serve_oldest(); !s.ok()) return s;
         }
         Ahead a;
-        a.buffer = idle.back();
-        idle.pop_back();
+        a.index = take_idle();
+        a.buffer = &pinned->set[a.index];
         a.stripe = stripe;
         a.by_index = TakeStripe(*blocks, row, stripe, width);
         const uint64_t base = stripe * stripe_bytes;

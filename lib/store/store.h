@@ -139,6 +139,17 @@ class ByteSink {
   virtual absl::Status Start(uint64_t object_size) = 0;
   // Consecutive bytes of the requested range; `reconstructed` blocks were rebuilt to serve them.
   virtual absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) = 0;
+  // Write for a sink that can pass bytes on without copying them (Read uses it; GetBlock does
+  // not). `data` lies in a stripe buffer of the read and stays valid and unchanged for as long
+  // as the sink holds a copy of `pin`: the read reuses the buffer only once every copy is gone,
+  // and if copies outlive the read, its buffers (and their share of the memory budget) are
+  // released when the last one goes. A sink may keep copies after the call and after Finish, but
+  // must drop them as it sends, without waiting for the read to go on (the read may be waiting
+  // for them), and before the Store is destroyed. The default copies through Write.
+  virtual absl::Status WritePinned(absl::Span<const uint8_t> data, uint32_t reconstructed,
+                                   const std::shared_ptr<const void>& pin) {
+    return Write(data, reconstructed);
+  }
   // The most bytes of buffers of its own the sink holds while it takes `length` bytes and until
   // Finish returns (messages being filled and sent). Read and GetBlock reserve them from the
   // stripe-memory budget with their stripes.
