@@ -125,6 +125,8 @@ class ReadStreamTest : public store::TempStoreTest {
     uint32_t reconstructed = 0;
     grpc::Status status;
   };
+  void ExpectMessagesCarryTheObjectInOrder(const std::string& name, uint64_t block_size,
+                                           const std::vector<uint8_t>& data);
   Got ReadAll(const std::string& name, uint64_t offset = 0, uint64_t length = 0) {
     grpc::ClientContext context;
     v1::ReadRequest request;
@@ -153,48 +155,45 @@ class ReadStreamTest : public store::TempStoreTest {
 
 std::string AsString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 
-TEST_F(ReadStreamTest, MessagesCarryTheObjectInOrder) {
-  // 5 MiB and 12345 bytes: six messages, five full (1 MiB) and a short last one.
-  const std::vector<uint8_t> data = store::RandomBytes((5 << 20) + 12345, 77);
-  ASSERT_TRUE(Put("big", data, 4, 2, 64 << 10).ok());
-  Got got = ReadAll("big");
+// 5 MiB and 12345 bytes stored with `block_size`: six messages, five full (1 MiB) and a short
+// last one; a range across message and stripe boundaries: three. Blocks of 64 KiB are copied
+// into the messages, blocks of 1 MiB go out from the stripe buffers themselves (pinned).
+void ReadStreamTest::ExpectMessagesCarryTheObjectInOrder(const std::string& name,
+                                                         uint64_t block_size,
+                                                         const std::vector<uint8_t>& data) {
+  ASSERT_TRUE(Put(name, data, 4, 2, block_size).ok());
+  Got got = ReadAll(name);
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
   EXPECT_EQ(got.messages, 6);
   EXPECT_EQ(got.object_size, data.size());
   EXPECT_EQ(got.reconstructed, 0u);
   EXPECT_TRUE(got.bytes == AsString(data)) << "the bytes read differ from the bytes stored";
-
-  // A range across message and stripe boundaries, and a read of nothing (one empty message).
-  got = ReadAll("big", (1 << 20) - 7, (2 << 20) + 100);
+  got = ReadAll(name, (1 << 20) - 7, (2 << 20) + 100);
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
   EXPECT_EQ(got.messages, 3);
   EXPECT_TRUE(got.bytes == AsString(std::vector<uint8_t>(data.begin() + (1 << 20) - 7,
                                                          data.begin() + (3 << 20) + 93)));
+}
+
+TEST_F(ReadStreamTest, MessagesCarryTheObjectInOrder) {
+  const std::vector<uint8_t> data = store::RandomBytes((5 << 20) + 12345, 77);
+  ExpectMessagesCarryTheObjectInOrder("big", 64 << 10, data);
+  // A read of nothing: one empty message.
   ASSERT_TRUE(Put("empty", {}).ok());
-  got = ReadAll("empty");
+  Got got = ReadAll("empty");
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
   EXPECT_EQ(got.messages, 1);
   EXPECT_TRUE(got.bytes.empty());
 }
 
-// Blocks of 1 MiB go out from the stripe buffers themselves (pinned, not copied) in the same
-// messages: full ones, a range's odd head and tail copied into them; blocks of 768 KiB are
-// pinned too, each ending its message.
+// Pinned blocks go out in the same messages as copied ones; blocks of 768 KiB are pinned too,
+// each ending its message.
 TEST_F(ReadStreamTest, PinnedBlocksGoOutInTheSameMessagesAndBytes) {
   const std::vector<uint8_t> data = store::RandomBytes((5 << 20) + 12345, 79);
-  ASSERT_TRUE(Put("mib", data, 4, 2, 1 << 20).ok());
-  Got got = ReadAll("mib");
-  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
-  EXPECT_EQ(got.messages, 6);
-  EXPECT_TRUE(got.bytes == AsString(data)) << "the bytes read differ from the bytes stored";
-  got = ReadAll("mib", (1 << 20) - 7, (2 << 20) + 100);
-  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
-  EXPECT_EQ(got.messages, 3);
-  EXPECT_TRUE(got.bytes == AsString(std::vector<uint8_t>(data.begin() + (1 << 20) - 7,
-                                                         data.begin() + (3 << 20) + 93)));
+  ExpectMessagesCarryTheObjectInOrder("mib", 1 << 20, data);
   ASSERT_TRUE(Put("odd", data, 4, 2, 768 << 10).ok());
   for (auto [offset, length] : {std::pair<uint64_t, uint64_t>{0, 0}, {1000, 3 << 20}}) {
-    got = ReadAll("odd", offset, length);
+    Got got = ReadAll("odd", offset, length);
     ASSERT_TRUE(got.status.ok()) << got.status.error_message();
     const auto end = length == 0 ? data.end() : data.begin() + offset + length;
     EXPECT_TRUE(got.bytes == AsString(std::vector<uint8_t>(data.begin() + offset, end)))
