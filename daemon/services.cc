@@ -201,6 +201,12 @@ class ReadStreamSink final : public store::ByteSink {
     return absl::OkStatus();
   }
 
+  bool Gone() const override {
+    if (context_->IsCancelled()) return true;
+    std::lock_guard lock(mu_);
+    return failed_;
+  }
+
   uint64_t held_bytes(uint64_t length) const override {
     const uint64_t messages = std::clamp<uint64_t>((length + kReadChunk - 1) / kReadChunk, 1, 4);
     return messages * (kRoom + kReadChunk);
@@ -322,7 +328,7 @@ class ReadStreamSink final : public store::ByteSink {
         return write_here();
       }
     }
-    queued_.emplace(std::move(message));
+    queued_.emplace(message);
     lock.unlock();
     changed_.notify_all();
     return absl::OkStatus();
@@ -354,7 +360,10 @@ class ReadStreamSink final : public store::ByteSink {
       const bool ok = stream_->Write(message);
       lock.lock();
       writing_ = false;
-      if (!ok) failed_ = true;
+      if (!ok) {
+        failed_ = true;
+        queued_.reset();  // Its slices may pin a buffer the read waits for.
+      }
       changed_.notify_all();
       if (failed_) return;
     }
@@ -370,7 +379,7 @@ class ReadStreamSink final : public store::ByteSink {
   bool sent_any_ = false;
   bool inline_ = false;  // No sender thread could be started: every message is written inline.
 
-  std::mutex mu_;  // Guards the members below, shared with the sender thread.
+  mutable std::mutex mu_;  // Guards the members below, shared with the sender thread.
   std::condition_variable changed_;
   std::optional<grpc::ByteBuffer> queued_;  // Sealed, waiting for the sender.
   bool writing_ = false;                    // The sender is inside Write.

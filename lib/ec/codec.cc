@@ -31,7 +31,7 @@ constexpr size_t kDecodeCacheEntries = 64;
 // that is 1.65-1.80 x as fast as coding whole blocks and then checksumming them; with 64 KiB
 // blocks, whose stripe fits in cache anyway, the same (bench/ec_bench ChecksumPaired rows,
 // docs/benchmarks.md).
-constexpr size_t kChecksumPassBytes = 256 * 1024;
+constexpr size_t kChecksumPassBytes = size_t{256} * 1024;
 
 // The Vandermonde verdict per (M, K), computed once per process: the check may take a while
 // for wide shapes. At most 128 x 32 entries.

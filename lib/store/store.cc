@@ -183,7 +183,10 @@ Store::Store(StoreOptions options)
                                                          .pin_workers = options_.ec_pin_workers})),
       locks_(std::make_unique<ObjectLocks>()) {}
 
-Store::~Store() = default;
+Store::~Store() {
+  std::unique_lock lock(pinned_mu_);
+  pinned_gone_.wait(lock, [this] { return pinned_sets_ == 0; });
+}
 
 NamespaceFactory NvmeNamespaceFactory(const nvme::DeviceOptions& options) {
   return [options](const std::string& path, uint64_t size, uint32_t lba_size, bool create) {
@@ -1257,6 +1260,18 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   // again only once no pin of it is left, and the set lives until the last pin is gone, which
   // may be after this read.
   struct Pinned {
+    explicit Pinned(Store* store) : store(store) {
+      std::lock_guard lock(store->pinned_mu_);
+      ++store->pinned_sets_;
+    }
+    ~Pinned() {
+      { StripeSet gone = std::move(set); }  // Memory and budget back before ~Store may go on.
+      std::lock_guard lock(store->pinned_mu_);
+      if (--store->pinned_sets_ == 0) store->pinned_gone_.notify_all();
+    }
+    Pinned(const Pinned&) = delete;
+    Pinned& operator=(const Pinned&) = delete;
+    Store* const store;
     StripeSet set;
     std::mutex mu;
     std::condition_variable released;
@@ -1279,17 +1294,27 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     const std::shared_ptr<Pinned> of;
     const size_t buffer;
   };
-  const auto pinned = std::make_shared<Pinned>();
+  const auto pinned = std::make_shared<Pinned>(this);
   pinned->set = *std::move(buffers);
   pinned->pins.assign(depth, 0);
   std::deque<size_t> idle;  // Oldest first: its pins are the likeliest to be gone.
   for (size_t i = 0; i < depth; ++i) idle.push_back(i);
-  // Takes the oldest idle buffer, once the sink holds no pin of it.
-  auto take_idle = [&]() -> size_t {
+  // Takes the oldest idle buffer, once the sink holds no pin of it; CANCELLED if the sink's
+  // reader goes away meanwhile (its pins may then go only after this read has returned).
+  auto take_idle = [&]() -> absl::StatusOr<size_t> {
     const size_t i = idle.front();
+    for (;;) {
+      {
+        std::unique_lock lock(pinned->mu);
+        if (pinned->released.wait_for(lock, std::chrono::milliseconds(20),
+                                      [&] { return pinned->pins[i] == 0; })) {
+          break;
+        }
+      }
+      // Not under pinned->mu: the sink drops pins under its own lock.
+      if (sink.Gone()) return absl::CancelledError("the reader went away");
+    }
     idle.pop_front();
-    std::unique_lock lock(pinned->mu);
-    pinned->released.wait(lock, [&] { return pinned->pins[i] == 0; });
     return i;
   };
   struct Ahead {
@@ -1339,8 +1364,10 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
         if (idle.empty()) {
           if (absl::Status s = serve_oldest(); !s.ok()) return s;
         }
+        absl::StatusOr<size_t> free = take_idle();
+        if (!free.ok()) return free.status();
         Ahead a;
-        a.index = take_idle();
+        a.index = *free;
         a.buffer = &pinned->set[a.index];
         a.stripe = stripe;
         a.by_index = TakeStripe(*blocks, row, stripe, width);

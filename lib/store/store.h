@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -145,11 +146,16 @@ class ByteSink {
   // and if copies outlive the read, its buffers (and their share of the memory budget) are
   // released when the last one goes. A sink may keep copies after the call and after Finish, but
   // must drop them as it sends, without waiting for the read to go on (the read may be waiting
-  // for them), and before the Store is destroyed. The default copies through Write.
+  // for them). The Store's destructor waits for the last of them. The default copies through
+  // Write.
   virtual absl::Status WritePinned(absl::Span<const uint8_t> data, uint32_t reconstructed,
                                    const std::shared_ptr<const void>& pin) {
     return Write(data, reconstructed);
   }
+  // True once whoever the sink sends to is gone (a cancelled call): a read waiting for the
+  // sink's pins then stops with CANCELLED instead (the pins may only go when the call does).
+  // Called from the read's thread, while Write is not running.
+  virtual bool Gone() const { return false; }
   // The most bytes of buffers of its own the sink holds while it takes `length` bytes and until
   // Finish returns (messages being filled and sent). Read and GetBlock reserve them from the
   // stripe-memory budget with their stripes.
@@ -239,6 +245,7 @@ class Store {
   // Opens the store in options.data_dir, creating it on first use: drops objects a crash left
   // pending, derives free space from the catalog, opens every device.
   static absl::StatusOr<std::unique_ptr<Store>> Open(StoreOptions options);
+  // Waits until no read's stripe buffers are pinned by a sink (ByteSink::WritePinned) any more.
   ~Store();
 
   // Stores the bytes of `source` as a new object. InvalidArgument for a bad shape, block size or
@@ -338,6 +345,10 @@ class Store {
   struct Device;
   class ObjectLocks;
   struct StripeBuffer;
+  // Reads whose stripe buffers a sink may still pin (Store::Read); ~Store waits for none.
+  std::mutex pinned_mu_;
+  std::condition_variable pinned_gone_;
+  int pinned_sets_ = 0;  // Guarded by pinned_mu_.
   struct StripeSet;
 
   explicit Store(StoreOptions options);
