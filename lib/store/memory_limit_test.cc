@@ -414,7 +414,7 @@ class PinningSink : public ByteSink {
 };
 
 TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemOutliveTheRead) {
-  const std::vector<uint8_t> data = RandomBytes(10 * 16384, 8);  // 10 stripes of 4 x 4 KiB.
+  const std::vector<uint8_t> data = RandomBytes(size_t{10} * 16384, 8);  // 10 stripes of 4 x 4 KiB.
   ASSERT_TRUE(Put("obj", data).ok());
   const MemoryBudget& budget = store_->memory_budget();
   for (uint64_t offset : {uint64_t{0}, uint64_t{5000}}) {
@@ -428,9 +428,9 @@ TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemO
     EXPECT_GT(budget.reserved_bytes(), 0u);
     // Another read meanwhile (of the last stripe, one buffer: the 2 stripes of room left)
     // gets a buffer of its own and its bytes right.
-    absl::StatusOr<std::vector<uint8_t>> again = Get("obj", 9 * 16384, 16384);
+    absl::StatusOr<std::vector<uint8_t>> again = Get("obj", uint64_t{9} * 16384, 16384);
     ASSERT_TRUE(again.ok()) << again.status();
-    EXPECT_EQ(*again, std::vector<uint8_t>(data.begin() + 9 * 16384, data.end()));
+    EXPECT_EQ(*again, std::vector<uint8_t>(data.begin() + ptrdiff_t{9} * 16384, data.end()));
     EXPECT_TRUE(sink.Intact(*sink.kept));
     sink.kept.reset();  // The last pin: the read's buffers go back to the budget.
     EXPECT_EQ(budget.reserved_bytes(), 0u);
