@@ -44,8 +44,8 @@ constexpr uint32_t kDefaultDataBlocks = 4;
 constexpr uint32_t kDefaultParityBlocks = 2;
 constexpr uint64_t kDefaultBlockSize = 1 << 20;
 
-// ecd's Read messages carry up to 1 MiB of data each (ReadResponse in ecd.proto).
-constexpr size_t kReadChunk = 1 << 20;
+// ecd's Read messages carry up to kReadChunk bytes of data each (daemon/data_message.h).
+using ecd::daemon::kReadChunk;
 // The full Read messages the sink cycles through: 64 MiB, more than the caches hold, so that the
 // kernel copies them into the socket from memory, as it copies ecd's freshly read stripes.
 constexpr size_t kReadMessages = 64;

@@ -12,6 +12,7 @@
 #include <grpcpp/support/slice.h>
 #include <grpcpp/support/sync_stream.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,10 @@ namespace ecd::daemon {
 // DataMessage); interceptors see those messages as grpc::ByteBuffer, not protobuf.
 inline constexpr const char* kRawRequestMethods[] = {"/ecd.v1.Objects/Encode",
                                                      "/ecd.v1.Objects/Update"};
+
+// ecd streams a Read's or GetBlock's bytes in ReadResponse messages of at most this many data
+// bytes each (bench/grpc_null_sink serves its Read in the same messages).
+inline constexpr size_t kReadChunk = 1 << 20;
 
 // The index of ecd.v1.Objects' method `name` ("Encode") in the generated service: its position
 // in ecd.proto, which grpc::Service::MarkMethodStreamed takes to replace the method's handler.

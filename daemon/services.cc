@@ -23,9 +23,6 @@
 namespace ecd::daemon {
 namespace {
 
-// Streamed read responses carry at most this many bytes each.
-constexpr size_t kReadChunk = 1 << 20;
-
 // How long an Encode or Update stream of undeclared size waits, before it commits, for gRPC to
 // report a failed receive as a cancellation (StreamSource::BeforeCommit).
 constexpr std::chrono::milliseconds kCancelGrace{20};
@@ -213,9 +210,7 @@ class ReadStreamSink final : public store::ByteSink {
   }
 
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
-    // Between stripes: a cancelled call or a passed deadline stops the read here.
-    if (context_->IsCancelled()) return absl::CancelledError("the call ended");
-    fields_.set_reconstructed_blocks(fields_.reconstructed_blocks() + reconstructed);
+    if (absl::Status s = Begin(reconstructed); !s.ok()) return s;
     while (!data.empty()) {
       if (!copy_.has_value()) copy_ = grpc_slice_malloc(kReadChunk);
       const size_t n = std::min(kReadChunk - filled_, data.size());
@@ -233,8 +228,7 @@ class ReadStreamSink final : public store::ByteSink {
   absl::Status WritePinned(absl::Span<const uint8_t> data, uint32_t reconstructed,
                            const std::shared_ptr<const void>& pin) override {
     if (data.size() < kPinAtLeast) return Write(data, reconstructed);
-    if (context_->IsCancelled()) return absl::CancelledError("the call ended");
-    fields_.set_reconstructed_blocks(fields_.reconstructed_blocks() + reconstructed);
+    if (absl::Status s = Begin(reconstructed); !s.ok()) return s;
     while (!data.empty()) {
       if (data.size() < kPinAtLeast) return Write(data, 0);  // A short tail is copied.
       const size_t n = std::min(kReadChunk - filled_, data.size());
@@ -281,6 +275,14 @@ class ReadStreamSink final : public store::ByteSink {
       1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);  // data
 
   static absl::Status GoneError() { return absl::CancelledError("the client went away"); }
+
+  // What every Write and WritePinned does first: a cancelled call or a passed deadline stops
+  // the read here (between stripes), and the next message counts the blocks rebuilt.
+  absl::Status Begin(uint32_t reconstructed) {
+    if (context_->IsCancelled()) return absl::CancelledError("the call ended");
+    fields_.set_reconstructed_blocks(fields_.reconstructed_blocks() + reconstructed);
+    return absl::OkStatus();
+  }
 
   // Moves the bytes copied since the last part into the message's parts.
   void TakeCopied() {
