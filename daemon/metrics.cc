@@ -417,6 +417,17 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       "--memory-wait.",
       {}, OneSample([budget] { return budget->refusals(); }));
 
+  r.AddCallback(MetricType::kGauge, "ecd_read_buffer_sets",
+                "Stripe-buffer sets of reads, by state: in_read (a read in progress) or "
+                "after_read (the read returned, gRPC still sends from its buffers to a slow "
+                "client); their memory stays reserved until then.",
+                {"state"}, [store] {
+                  const store::Store::ReadBufferSets sets = store->read_buffer_sets();
+                  return std::vector<Sample>{
+                      {{"in_read"}, static_cast<double>(sets.in_reads)},
+                      {{"after_read"}, static_cast<double>(sets.after_reads)}};
+                });
+
   r.AddCallback(MetricType::kGauge, "ecd_dma_arena_bytes",
                 "Bytes of the DMA arena that holds the stripe buffers (0: no arena, "
                 "--dma-arena).",

@@ -426,6 +426,8 @@ TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemO
     ASSERT_TRUE(sink.kept.has_value());
     EXPECT_TRUE(sink.Intact(*sink.kept));
     EXPECT_GT(budget.reserved_bytes(), 0u);
+    EXPECT_EQ(store_->read_buffer_sets().in_reads, 0);
+    EXPECT_EQ(store_->read_buffer_sets().after_reads, 1);
     // Another read meanwhile (of the last stripe, one buffer: the 2 stripes of room left)
     // gets a buffer of its own and its bytes right.
     absl::StatusOr<std::vector<uint8_t>> again = Get("obj", uint64_t{9} * 16384, 16384);
@@ -434,6 +436,7 @@ TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemO
     EXPECT_TRUE(sink.Intact(*sink.kept));
     sink.kept.reset();  // The last pin: the read's buffers go back to the budget.
     EXPECT_EQ(budget.reserved_bytes(), 0u);
+    EXPECT_EQ(store_->read_buffer_sets().after_reads, 0);
   }
 }
 

@@ -382,6 +382,11 @@ absl::StatusOr<std::shared_ptr<const ec::Codec>> Store::CodecFor(ec::MatrixType 
   return *codec;
 }
 
+Store::ReadBufferSets Store::read_buffer_sets() const {
+  std::lock_guard lock(pinned_mu_);
+  return {pinned_sets_ - outlived_sets_, outlived_sets_};
+}
+
 Store::ArenaStats Store::arena_stats() const {
   ArenaStats s;
   if (arena_ != nullptr) {
@@ -1267,6 +1272,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     ~Pinned() {
       { StripeSet gone = std::move(set); }  // Memory and budget back before ~Store may go on.
       std::lock_guard lock(store->pinned_mu_);
+      if (outlived) --store->outlived_sets_;
       if (--store->pinned_sets_ == 0) store->pinned_gone_.notify_all();
     }
     Pinned(const Pinned&) = delete;
@@ -1276,6 +1282,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     std::mutex mu;
     std::condition_variable released;
     std::vector<int> pins;  // Live pins per buffer. Guarded by mu.
+    bool outlived = false;  // The read returned before the last pin went. Guarded by pinned_mu_.
   };
   struct Pin {
     Pin(std::shared_ptr<Pinned> of, size_t buffer) : of(std::move(of)), buffer(buffer) {
@@ -1294,9 +1301,24 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
     const std::shared_ptr<Pinned> of;
     const size_t buffer;
   };
-  const auto pinned = std::make_shared<Pinned>(this);
+  auto pinned = std::make_shared<Pinned>(this);
   pinned->set = *std::move(buffers);
   pinned->pins.assign(depth, 0);
+  // When the read returns (after the sink's Finish, every pin made), the set is counted as
+  // outliving it if a pin still holds it.
+  struct Leave {
+    ~Leave() {
+      {
+        std::lock_guard lock(pinned->store->pinned_mu_);
+        if (pinned.use_count() > 1) {
+          pinned->outlived = true;
+          ++pinned->store->outlived_sets_;
+        }
+      }
+      pinned.reset();  // Not under pinned_mu_: the last owner's ~Pinned takes it.
+    }
+    std::shared_ptr<Pinned>& pinned;
+  } leave{pinned};
   std::deque<size_t> idle;  // Oldest first: its pins are the likeliest to be gone.
   for (size_t i = 0; i < depth; ++i) idle.push_back(i);
   // Takes the oldest idle buffer, once the sink holds no pin of it; CANCELLED if the sink's

@@ -334,6 +334,15 @@ class Store {
     uint64_t fallbacks = 0;
   };
   ArenaStats arena_stats() const;
+  // Stripe-buffer sets of reads: `in_reads`, one per read in progress, and `after_reads`, one
+  // per read that returned while its sink still pins its buffers (ByteSink::WritePinned: gRPC
+  // still sending from them, to a slow client). Their memory stays reserved from the budget
+  // until the last pin goes.
+  struct ReadBufferSets {
+    int in_reads = 0;
+    int after_reads = 0;
+  };
+  ReadBufferSets read_buffer_sets() const;
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
 
   // Called after the store itself marks a device failing (suspect) because a flush on it
@@ -346,9 +355,10 @@ class Store {
   class ObjectLocks;
   struct StripeBuffer;
   // Reads whose stripe buffers a sink may still pin (Store::Read); ~Store waits for none.
-  std::mutex pinned_mu_;
+  mutable std::mutex pinned_mu_;
   std::condition_variable pinned_gone_;
-  int pinned_sets_ = 0;  // Guarded by pinned_mu_.
+  int pinned_sets_ = 0;    // Guarded by pinned_mu_.
+  int outlived_sets_ = 0;  // Of pinned_sets_, those whose read has returned. Guarded likewise.
   struct StripeSet;
 
   explicit Store(StoreOptions options);

@@ -103,6 +103,10 @@ for i in 1 2 3 4 5 6; do
   cmp "$WORK/m$i.bin" "$WORK/m$i.out" || fail "m$i reads back different"
 done
 [ "$(metric ecd_memory_reserved_bytes)" = "0" ] || fail "stripe memory still reserved when idle"
+for state in in_read after_read; do
+  [ "$(metric "ecd_read_buffer_sets{state=\"$state\"}")" = "0" ] ||
+    fail "ecd_read_buffer_sets{state=\"$state\"} is not 0 when idle"
+done
 [ "$(metric ecd_memory_refusals_total)" = "1" ] ||
   fail "ecd_memory_refusals_total is $(metric ecd_memory_refusals_total), expected 1"
 echo "   ok: 6 concurrent encodes stored byte-exact in a 40 MiB budget" \
