@@ -541,7 +541,8 @@ done
 
 # ---- par2: 3/8 redundancy (37.5%), 1 MiB blocks. Every par2 recovery block depends on every
 # source block, so at a fixed block size its time grows with bytes x recovery blocks, the square
-# of the size (here a little faster still: 64 MiB ran at 83 MB/s, 256 MiB at 42, 1 GiB at 12).
+# of the size, as the work per byte fades beside it (here 64 MiB ran at 83 MB/s, 256 MiB at 42,
+# 1 GiB at 12: x8 the time for x4 the bytes, then x13).
 # A file of up to 256 MiB is run whole. For a larger one, par2 runs on two slices, 64 and 256
 # MiB, and its time for the whole file is projected by fitting t = a n + b n^2 through them (a:
 # the work per byte, reading, hashing and writing; b: the products); the whole file is run
@@ -754,6 +755,7 @@ doc = {
     "recover_check_all_blocks_read": $BLOCKS_CHECKED, "par2_bytes": $PAR2_BYTES,
     "par2_method": "$PAR2_METHOD",
     "par2_slice_seconds": [float(x) for x in "${PAR2_SLICE_SECONDS[*]}".split()],
+    "par2_slice_bytes": [$PAR2_SMALL, $PAR2_LARGE] if "${PAR2_SLICE_SECONDS[*]}" else [],
     "peak_rss_bytes": $RSS_KB * 1024, "memory_limit_bytes": $MEMORY_LIMIT,
     "misses": $MISSES, "rows": rows,
 }

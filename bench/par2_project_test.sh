@@ -9,7 +9,7 @@ project() { awk -v x1="$1" -v t1="$2" -v x2="$3" -v t2="$4" -v n="$5" -f "$AWK_F
 expect() {  # expect WANT X1 T1 X2 T2 N
   local want=$1 got
   shift
-  got=$(project "$@")
+  got=$(project "$@" 2>&1) || got="exit $?"
   if [ "$got" != "$want" ]; then
     echo "FAIL: par2_project $* printed '$got', want '$want'" >&2
     fails=$((fails + 1))

@@ -418,9 +418,9 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       {}, OneSample([budget] { return budget->refusals(); }));
 
   r.AddCallback(MetricType::kGauge, "ecd_read_buffer_sets",
-                "Stripe-buffer sets of reads, by state: in_read (a read in progress) or "
-                "after_read (the read returned, gRPC still sends from its buffers to a slow "
-                "client); their memory stays reserved until then.",
+                "Stripe-buffer sets of reads, by state: in_read (a read in progress that holds "
+                "them) or after_read (the read returned, gRPC still sends from its buffers to a "
+                "slow client); their memory stays reserved until then.",
                 {"state"}, [store] {
                   const store::Store::ReadBufferSets sets = store->read_buffer_sets();
                   return std::vector<Sample>{

@@ -334,8 +334,9 @@ class Store {
     uint64_t fallbacks = 0;
   };
   ArenaStats arena_stats() const;
-  // Stripe-buffer sets of reads: `in_reads`, one per read in progress, and `after_reads`, one
-  // per read that returned while its sink still pins its buffers (ByteSink::WritePinned: gRPC
+  // Stripe-buffer sets of reads: `in_reads`, one per read in progress that holds its stripe
+  // buffers (not one still waiting for memory, nor GetBlock), and `after_reads`, one per read
+  // that returned while its sink still pins its buffers (ByteSink::WritePinned: gRPC
   // still sending from them, to a slow client). Their memory stays reserved from the budget
   // until the last pin goes.
   struct ReadBufferSets {
