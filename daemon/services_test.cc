@@ -108,8 +108,10 @@ TEST_F(RawRequestTest, TheServiceStaysUpAfterMalformedStreams) {
 // The server's threads (the read, the sink's sender) are checked as everywhere else.
 // (The TSan runtime defines these; elsewhere they are null. The TSan build undefines
 // __SANITIZE_THREAD__ for the prebuilt libraries' headers, see CMakeLists.txt.)
+// NOLINTBEGIN(bugprone-reserved-identifier): the TSan runtime's names.
 extern "C" [[gnu::weak]] void __tsan_ignore_thread_begin();
 extern "C" [[gnu::weak]] void __tsan_ignore_thread_end();
+// NOLINTEND(bugprone-reserved-identifier)
 bool Next(grpc::ClientReader<v1::ReadResponse>& reader, v1::ReadResponse* response) {
   if (__tsan_ignore_thread_begin == nullptr) return reader.Read(response);
   __tsan_ignore_thread_begin();
