@@ -10,9 +10,9 @@
 # and pyeclib encoding the file 8+3 (in memory, and again writing their 11 shares to the disk),
 # and par2 creating 37.5% redundancy (on a file over 256 MiB, its time projected from 64 and 256
 # MiB slices unless the whole file would take under a minute). It prints a table of MB/s (10^6
-# bytes/s), ratios and the targets, and ecd's peak RSS. Every read is timed to /dev/null (fio's read also discards its bytes), then
-# repeated into a pipe to cksum and checked against the source file (CRC and length); the piped
-# reads have their own row.
+# bytes/s), ratios and the targets, and ecd's peak RSS. Every read is timed to /dev/null
+# (fio's read also discards its bytes), then repeated into a pipe to cksum and checked against
+# the source file (CRC and length); the piped reads have their own row.
 # The source file is kept in memory (tmpfs) when there is room, so that encode's disk traffic is
 # its writes alone, as the encode target (fio write x 8/11) counts it; one more encode reads a
 # copy on the disk, and its row says what reading the source from the same disk costs.
