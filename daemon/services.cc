@@ -330,7 +330,7 @@ class ReadStreamSink final : public store::ByteSink {
         return write_here();
       }
     }
-    queued_.emplace(message);
+    queued_.emplace(std::move(message));
     lock.unlock();
     changed_.notify_all();
     return absl::OkStatus();
