@@ -50,14 +50,15 @@ using ecd::daemon::kReadChunk;
 // kernel copies them into the socket from memory, as it copies ecd's freshly read stripes.
 constexpr size_t kReadMessages = 64;
 
-// A serialized ReadResponse of `n` bytes of zeros; object_size and object_version set when
-// `object_size` is not 0 (ecd sets them on the first message).
-grpc::Slice ReadMessage(uint64_t object_size, size_t n) {
+// A serialized ReadResponse of `n` bytes of zeros; with `object`, its size, version and id are
+// set (ecd sets them on the first message).
+grpc::Slice ReadMessage(const v1::ObjectInfo* object, size_t n) {
   v1::ReadResponse response;
   response.mutable_data()->assign(n, '\0');
-  if (object_size > 0) {
-    response.set_object_size(object_size);
-    response.set_object_version(1);
+  if (object != nullptr) {
+    response.set_object_size(object->size());
+    response.set_object_version(object->version());
+    response.set_object_id(object->id());
   }
   return grpc::Slice(response.SerializeAsString());
 }
@@ -82,7 +83,7 @@ class NullObjects final : public v1::Objects::Service {
                    grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
               return ReadFromBytes(context, stream);
             }));
-    for (size_t i = 0; i < kReadMessages; ++i) full_.push_back(ReadMessage(0, kReadChunk));
+    for (size_t i = 0; i < kReadMessages; ++i) full_.push_back(ReadMessage(nullptr, kReadChunk));
   }
 
   // Streams the size of the object last encoded under the request's name, in ecd's messages:
@@ -94,17 +95,18 @@ class NullObjects final : public v1::Objects::Service {
     if (!stream->Read(&request)) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no ReadRequest");
     }
-    uint64_t size = 0;
+    v1::ObjectInfo object;
     {
       std::lock_guard lock(mu_);
-      auto it = sizes_.find(request.name());
-      if (it == sizes_.end()) {
+      auto it = objects_.find(request.name());
+      if (it == objects_.end()) {
         return grpc::Status(grpc::StatusCode::NOT_FOUND,
                             absl::StrCat("no object named \"", request.name(),
                                          "\" was encoded to this sink; encode it first"));
       }
-      size = it->second;
+      object = it->second;
     }
+    const uint64_t size = object.size();
     if (request.offset() > size) {
       return grpc::Status(
           grpc::StatusCode::OUT_OF_RANGE,
@@ -116,7 +118,7 @@ class NullObjects final : public v1::Objects::Service {
     bool first = true;
     do {
       const size_t n = static_cast<size_t>(std::min<uint64_t>(left, kReadChunk));
-      grpc::Slice message = first || n < kReadChunk ? ReadMessage(first ? size : 0, n)
+      grpc::Slice message = first || n < kReadChunk ? ReadMessage(first ? &object : nullptr, n)
                                                     : full_[next++ % kReadMessages];
       if (!stream->Write(grpc::ByteBuffer(&message, 1))) {
         return grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
@@ -178,7 +180,8 @@ class NullObjects final : public v1::Objects::Service {
     total_bytes_ += bytes;
     {
       std::lock_guard lock(mu_);
-      sizes_[header.name()] = bytes;
+      o->set_id(++last_id_);
+      objects_[header.name()] = *o;
     }
     std::fprintf(stderr, "grpc_null_sink: %s: %llu bytes in %llu messages discarded\n",
                  header.name().c_str(), static_cast<unsigned long long>(bytes),
@@ -192,7 +195,9 @@ class NullObjects final : public v1::Objects::Service {
   std::atomic<uint64_t> total_bytes_{0};
   std::vector<grpc::Slice> full_;  // kReadMessages messages of kReadChunk bytes; read-only.
   std::mutex mu_;
-  std::map<std::string, uint64_t> sizes_;  // Guarded by mu_: name -> bytes of its last Encode.
+  // Guarded by mu_: name -> the object its last Encode answered with, under ids from 1 up.
+  std::map<std::string, v1::ObjectInfo> objects_;
+  uint64_t last_id_ = 0;
 };
 
 int Main(int argc, char** argv) {

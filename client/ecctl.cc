@@ -450,6 +450,7 @@ struct Streamed {
   uint64_t bytes = 0;
   uint32_t reconstructed = 0;
   uint64_t version = 0;  // The object version the bytes come from (0: not told).
+  uint64_t id = 0;       // The object's id (0: not told).
 };
 
 // The bytes of a read ask for: [offset, offset + length) of an object (length 0: to the end).
@@ -612,6 +613,7 @@ Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& con
                                            s.message(), ")")};
     }
     if (got.version == 0) got.version = fields.object_version();
+    if (got.id == 0) got.id = fields.object_id();
     if (fields.object_size() > 0) expected = ExpectedBytes(fields.object_size(), range);
     got.reconstructed += fields.reconstructed_blocks();
     if (!destination.Write(chunk.data())) {
@@ -666,6 +668,7 @@ void Read(Client& c, const ReadArgs& a) {
     result.set_bytes(got.bytes);
     result.set_reconstructed_blocks(got.reconstructed);
     result.set_version(got.version);
+    result.set_id(got.id);
     return PrintJson(result, SummaryStream(a.out));
   }
   std::fprintf(SummaryStream(a.out), "read %s: %s -> %s (%u blocks reconstructed)\n",

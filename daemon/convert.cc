@@ -42,6 +42,7 @@ void ToProto(const store::ObjectRecord& o, v1::ObjectInfo* out) {
   out->set_stripe_count(o.stripe_count);
   out->set_created_unix_ms(o.created_unix_ms);
   out->set_version(o.version);
+  out->set_id(static_cast<uint64_t>(o.id));
 }
 
 void ToProto(const store::ObjectStatus& s, bool with_stripes, v1::ObjectInfo* out) {

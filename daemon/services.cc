@@ -191,7 +191,10 @@ class ReadStreamSink final : public store::ByteSink {
   ReadStreamSink(const ReadStreamSink&) = delete;
   ReadStreamSink& operator=(const ReadStreamSink&) = delete;
 
-  void SetVersion(uint64_t version) override { fields_.set_object_version(version); }
+  void SetObject(const store::ObjectRecord& object) override {
+    fields_.set_object_version(object.version);
+    fields_.set_object_id(static_cast<uint64_t>(object.id));
+  }
 
   absl::Status Start(uint64_t object_size) override {
     fields_.set_object_size(object_size);

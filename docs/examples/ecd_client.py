@@ -161,6 +161,7 @@ class ReadResult:
     object_size: int
     version: int               # The object version the bytes come from (one version, whole).
     reconstructed_blocks: int  # Blocks rebuilt from parity to serve the read (degraded read).
+    object_id: int = 0         # The object's id: with version, names the bytes exactly.
 
 
 def _chunks(stream, chunk_size):
@@ -277,6 +278,7 @@ class EcdClient:
             if i == 0:  # Size and version come on the first message only.
                 result.object_size = chunk.object_size
                 result.version = chunk.object_version
+                result.object_id = chunk.object_id
             result.reconstructed_blocks += chunk.reconstructed_blocks
             out.write(chunk.data)
             result.bytes_read += len(chunk.data)

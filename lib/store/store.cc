@@ -1236,7 +1236,7 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
                                               "\" (", object.size, " bytes)"));
   }
   const uint64_t end = length == 0 || length > object.size - offset ? object.size : offset + length;
-  sink.SetVersion(object.version);
+  sink.SetObject(object);
   if (absl::Status s = sink.Start(object.size); !s.ok()) return FailSink(sink, s);
   if (offset == end) return sink.Finish(/*ok=*/true);
 
@@ -1436,7 +1436,7 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
       AllocateStripes({width}, object.block_size, sink.held_bytes(object.block_size));
   if (!buffers.ok()) return buffers.status();
   StripeBuffer& buffer = (*buffers)[0];
-  sink.SetVersion(object.version);
+  sink.SetObject(object);
   if (absl::Status s = sink.Start(object.block_size); !s.ok()) return FailSink(sink, s);
   absl::StatusOr<std::vector<int>> rebuilt =
       LoadBlocks(object, stripe, *codec, by_index, {static_cast<int>(index)}, buffer, "");

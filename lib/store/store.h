@@ -134,8 +134,9 @@ class ByteSource {
 class ByteSink {
  public:
   virtual ~ByteSink() = default;
-  // Called once before Start with the version of the object being read (ObjectRecord::version).
-  virtual void SetVersion(uint64_t version) {}
+  // Called once before Start with the object being read, as committed: its id and version name
+  // the bytes served.
+  virtual void SetObject(const ObjectRecord& object) {}
   // Called once before any data, with the whole object's size.
   virtual absl::Status Start(uint64_t object_size) = 0;
   // Consecutive bytes of the requested range; `reconstructed` blocks were rebuilt to serve them.

@@ -21,10 +21,14 @@
 namespace ecd::store {
 namespace {
 
-// A VectorSink that also keeps the version Read reports.
+// A VectorSink that also keeps the id and version Read reports.
 class VersionedSink : public VectorSink {
  public:
-  void SetVersion(uint64_t v) override { version = v; }
+  void SetObject(const ObjectRecord& object) override {
+    id = object.id;
+    version = object.version;
+  }
+  int64_t id = 0;
   uint64_t version = 0;
 };
 
@@ -197,6 +201,41 @@ TEST_P(UpdateTest, AppendGrowsTheObject) {
   EXPECT_EQ(Version("obj"), 6u);  // Encoded at 1, five updates.
   ASSERT_TRUE(store_->Delete("obj").ok());
   EXPECT_EQ(TotalFree(), free_before);
+}
+
+// A read names its bytes by id and version: an update keeps the id and adds 1 to the version;
+// the name deleted and encoded again is at version 1 again, under a new id.
+TEST_P(UpdateTest, ReadsNameTheObjectByIdAndVersion) {
+  const Shape shape = GetParam();
+  const std::vector<uint8_t> first = RandomBytes(2 * shape.block_size + 3, 11);
+  absl::StatusOr<ObjectRecord> put = Put("obj", first, shape);
+  ASSERT_TRUE(put.ok()) << put.status();
+  VersionedSink sink;
+  ASSERT_TRUE(store_->Read("obj", 0, 0, sink).ok());
+  EXPECT_EQ(sink.id, put->id);
+  EXPECT_GT(sink.id, 0);
+  EXPECT_EQ(sink.version, 1u);
+  std::vector<uint8_t> model = first;
+  ASSERT_TRUE(Patch("obj", 1, RandomBytes(5, 12), false, model).ok());
+  VersionedSink updated;
+  ASSERT_TRUE(store_->Read("obj", 1, 5, updated).ok());
+  EXPECT_EQ(updated.id, put->id);
+  EXPECT_EQ(updated.version, 2u);
+  EXPECT_EQ(updated.bytes, std::vector<uint8_t>(model.begin() + 1, model.begin() + 6));
+
+  ASSERT_TRUE(store_->Delete("obj").ok());
+  absl::StatusOr<ObjectRecord> again = Put("obj", first, shape);
+  ASSERT_TRUE(again.ok()) << again.status();
+  VersionedSink reencoded;
+  ASSERT_TRUE(store_->Read("obj", 0, 0, reencoded).ok());
+  EXPECT_EQ(reencoded.version, 1u);
+  EXPECT_EQ(reencoded.bytes, first);
+  EXPECT_NE(reencoded.id, put->id);
+  // Even when the newest object is deleted first, its id is not given again.
+  ASSERT_TRUE(store_->Delete("obj").ok());
+  absl::StatusOr<ObjectRecord> third = Put("obj", first, shape);
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_GT(third->id, again->id);
 }
 
 TEST_P(UpdateTest, RefusalsChangeNothing) {

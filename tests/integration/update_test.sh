@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Update on loopback: ecctl update of ranges (1 byte, block- and stripe-crossing, an append that
 # grows the object) read back byte-exact against a copy patched by Python; the version shown by
-# `ecctl --json stat` and `ecctl --json read` goes up by one per update and survives a restart;
+# `ecctl --json stat` and `ecctl --json read` goes up by one per update and survives a restart,
+# under the same object id; the name deleted and encoded again is at version 1 under a new id;
 # bad updates get OUT_OF_RANGE / NOT_FOUND / INVALID_ARGUMENT and change nothing.
 set -euo pipefail
 ECD=$1
@@ -10,15 +11,16 @@ ECTL=$2
 
 start_ecd
 
-# check_object VERSION: the object reads back equal to the model and Stat shows VERSION.
+# check_object VERSION: the object reads back equal to the model; Stat and Read show VERSION and
+# the id $ID.
 check_object() {
   ecctl read obj -o "$WORK/obj.out" >/dev/null
   cmp "$WORK/model.bin" "$WORK/obj.out" || fail "read after update differs from the patched copy"
   local v
-  v=$(ecctl --json stat obj | json 'd["object"]["version"]')
-  [ "$v" = "$1" ] || fail "expected version $1, stat shows $v"
-  v=$(ecctl --json read obj -o "$WORK/obj.out" | json 'd["version"]')
-  [ "$v" = "$1" ] || fail "expected version $1, read shows $v"
+  v=$(ecctl --json stat obj | json 'd["object"]["version"], d["object"]["id"]')
+  [ "$v" = "$1 $ID" ] || fail "expected version and id $1 $ID, stat shows $v"
+  v=$(ecctl --json read obj -o "$WORK/obj.out" | json 'd["version"], d["id"]')
+  [ "$v" = "$1 $ID" ] || fail "expected version and id $1 $ID, read shows $v"
   local size
   size=$(ecctl --json stat obj | json 'd["object"]["size"]')
   [ "$size" = "$(stat -c %s "$WORK/model.bin")" ] || fail "stat size $size != model size"
@@ -27,7 +29,10 @@ check_object() {
 
 step "encode 1 MiB + 1000 bytes as 4+2 with 64 KiB blocks (4 stripes + a partial one)"
 head -c $(((1 << 20) + 1000)) /dev/urandom >"$WORK/model.bin"
-ecctl encode "$WORK/model.bin" --name obj --data 4 --parity 2 --block-size 64K
+ecctl --json encode "$WORK/model.bin" --name obj --data 4 --parity 2 --block-size 64K \
+  >"$WORK/enc.json"
+ID=$(json 'd["object"]["id"]' <"$WORK/enc.json")
+[ "$ID" -gt 0 ] || fail "encode --json: no object id: $(cat "$WORK/enc.json")"
 check_object 1
 
 step "update one byte (hex), a block-crossing range and a stripe-crossing range"
@@ -70,5 +75,21 @@ start_ecd
 check_object 5
 ecctl --json stat obj --verify | json 'd["object"]["degraded_stripes"]' | grep -qx 0 ||
   fail "a stripe does not verify after restart"
+
+step "the name deleted and encoded again: version 1 under a new id, also after a restart"
+old_id=$ID
+ecctl rm obj >/dev/null
+ID=$(ecctl --json encode "$WORK/model.bin" --name obj --data 4 --parity 2 --block-size 64K |
+  json 'd["object"]["id"]')
+[ "$ID" -gt "$old_id" ] || fail "re-encoded obj got id $ID, not above the old $old_id"
+check_object 1
+old_id=$ID
+ecctl rm obj >/dev/null
+stop_ecd
+start_ecd
+ID=$(ecctl --json encode "$WORK/model.bin" --name obj --data 4 --parity 2 --block-size 64K |
+  json 'd["object"]["id"]')
+[ "$ID" -gt "$old_id" ] || fail "after a restart, obj got id $ID, not above the old $old_id"
+check_object 1
 stop_ecd
 echo "PASS"
