@@ -76,6 +76,7 @@ struct Flags {
   std::string log_level = "info";
   int ec_workers = 2;
   size_t stripes_in_flight = 0;
+  std::string flush_bytes = "0";
   bool ec_pin_workers = true;
   std::string dma_arena = "512M";
   uint32_t nvme_queue_depth = 64;
@@ -165,6 +166,11 @@ int Main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--ec-workers", f.ec_workers, "Threads of the erasure-coding engine (1..256)")
       ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--flush-bytes", f.flush_bytes,
+                 "An encode or update also flushes the devices it wrote to each time it has "
+                 "written this much more (blocks and parity, e.g. 1G), besides the flush before "
+                 "its commit. 0: that flush only, one per object")
       ->capture_default_str();
   app.add_option("--stripes-in-flight", f.stripes_in_flight,
                  "Stripe buffers one encode, read or recover (scrub and rebuild jobs too) keeps "
@@ -339,7 +345,8 @@ int Main(int argc, char** argv) {
        {std::tuple<std::string*, uint64_t*, const char*>{&f.device_size, &options.device_size,
                                                          "--device-size"},
         {&f.block_size, &options.default_block_size, "--block-size"},
-        {&f.max_stripe_memory, &options.max_stripe_bytes, "--max-stripe-memory"}}) {
+        {&f.max_stripe_memory, &options.max_stripe_bytes, "--max-stripe-memory"},
+        {&f.flush_bytes, &options.flush_bytes, "--flush-bytes"}}) {
     absl::StatusOr<uint64_t> v = ecd::ParseSize(*text);
     if (!v.ok()) return Fail(absl::StrCat(flag, ": ", v.status().message()));
     *out = *v;

@@ -521,6 +521,28 @@ TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeAndMakesTheDeviceSuspect) {
   ASSERT_TRUE(Put("y", data).ok());
 }
 
+// With StoreOptions::flush_bytes, a flush that fails on the way fails the encode there, as the
+// last one would: nothing stored, no space held, the device suspect.
+TEST_F(FaultStoreTest, AFlushOnTheWayThatFailsFailsTheEncode) {
+  tweak_ = [](StoreOptions& o) { o.flush_bytes = 2 * 6 * 4096; };  // Every 2 stripes of 4 + 2.
+  OpenWithFaults({{1, Rules("flush:eio:after=1")}});  // Its second flush fails.
+  const uint64_t free_before = TotalFree();
+  const auto data = RandomBytes(40 * 16384, 23);  // 40 stripes: 240 block writes in all.
+  const auto writes = [&] { return CounterSum(*store_->ListDevices(), "nvme_write_commands"); };
+  const uint64_t writes_before = writes();
+  auto o = Put("x", data);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kUnavailable) << o.status();
+  EXPECT_TRUE(absl::StrContains(o.status().message(), "device 1")) << o.status();
+  // It stopped on the way: well before the 240 writes of the whole object.
+  EXPECT_LT(writes() - writes_before, 120u);
+  EXPECT_EQ(TotalFree(), free_before);
+  EXPECT_EQ(store_->Stat("x", false, false).status().code(), absl::StatusCode::kNotFound);
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)[1].record.state, DeviceState::kFailing);
+}
+
 // Updates (the store's riskiest write) under faults on one device: each fails cleanly, leaving
 // the old version whole and no space held, or completes (degraded); nothing acknowledged is lost.
 TEST_F(FaultStoreTest, UpdateWithATornOrFailedWriteLeavesTheOldVersionWhole) {

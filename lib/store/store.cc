@@ -525,6 +525,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
 
   std::vector<BlockRecord> records;  // Written, not yet in the catalog.
   std::vector<bool> touched(devices_.size(), false);
+  uint64_t unflushed = 0;  // Bytes written since the last flush (FlushEvery).
   auto fail = [&](absl::Status status) -> absl::Status {
     for (auto& f : in_flight) {
       f->started.wait();  // The engine still uses the buffer, then the writes do.
@@ -548,6 +549,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     absl::Status s = f->started.get();
     absl::Status written = f->write.Finish();
     if (s.ok()) s = written;
+    if (s.ok()) s = FlushEvery(f->blocks.size() * object.block_size, unflushed, touched);
     idle.push_back(f->buffer);
     records.insert(records.end(), f->blocks.begin(), f->blocks.end());  // fail() frees them.
     if (s.ok() && records.size() >= kStripeBatch * static_cast<size_t>(m + k)) {
@@ -856,6 +858,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   std::vector<BlockRecord> superseded;  // Their old extents, freed after the commit.
   std::vector<BlockRecord> added;       // Blocks of appended stripes, to commit.
   std::vector<bool> touched(devices_.size(), false);
+  uint64_t unflushed = 0;  // Bytes written since the last flush (FlushEvery).
   // Nothing uncommitted is in the catalog, so giving back the new extents undoes everything.
   auto abandon = [&](absl::Status status) -> absl::Status {
     FreeExtents(replaced);
@@ -899,6 +902,9 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       for (int j = 0; j < k; ++j) task.parity.push_back(fresh.block(m + j));
       if (absl::Status s = engine_->Run(task); !s.ok()) return abandon(s);
       if (absl::Status s = WriteStripe(object, stripe, fresh, added, touched); !s.ok()) {
+        return abandon(s);
+      }
+      if (absl::Status s = FlushEvery(static_cast<uint64_t>(width) * bs, unflushed, touched); !s.ok()) {
         return abandon(s);
       }
       ++result.stripes_appended;
@@ -968,6 +974,9 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       if (absl::Status s = ns->Write(copy->lba, fresh.padded(i)); !s.ok()) return abandon(s);
       touched[copy->device] = true;
       superseded.push_back(*by_index[i]);
+    }
+    if (absl::Status s = FlushEvery(need.size() * bs, unflushed, touched); !s.ok()) {
+      return abandon(s);
     }
     ++result.stripes_updated;
   }
@@ -1088,6 +1097,15 @@ absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, Str
   absl::Status started = StartWriteStripe(object, stripe, buffer, records, touched, write);
   absl::Status finished = write.Finish();
   return started.ok() ? finished : started;
+}
+
+absl::Status Store::FlushEvery(uint64_t wrote, uint64_t& unflushed,
+                              const std::vector<bool>& touched) {
+  if (options_.flush_bytes == 0) return absl::OkStatus();
+  unflushed += wrote;
+  if (unflushed < options_.flush_bytes) return absl::OkStatus();
+  unflushed = 0;
+  return FlushDevices(touched);
 }
 
 absl::Status Store::FlushDevices(const std::vector<bool>& touched) {

@@ -85,6 +85,13 @@ struct StoreOptions {
   // shallower pipeline than asked for, down to 2 (1 for an encode or read of a stripe too wide
   // for 2).
   size_t stripes_in_flight = 0;
+  // An encode or an update flushes the devices it has written to each time it has written this
+  // many more bytes (blocks, parity included), besides the flush before its commit that makes
+  // it durable. 0: only that one, a flush per object. A device with a volatile write cache then
+  // holds at most about this much of one request's writes unflushed, and the last flush has
+  // only that much left to do, at the cost of more flushes. (Recover already flushes each batch
+  // of 64 stripes before committing it.)
+  uint64_t flush_bytes = 0;
   // EC engine threads. Each encode keeps ec_workers + 3 stripes in memory by default (see
   // stripes_in_flight), so that every worker encodes a stripe while one is filled and the
   // oldest ones are written.
@@ -524,6 +531,9 @@ class Store {
   // Flushes every device marked in `touched`. A device whose flush fails is marked suspect
   // (MarkSuspect) and the call fails: the failure is never retried into a success.
   absl::Status FlushDevices(const std::vector<bool>& touched);
+  // Adds `wrote` bytes to `unflushed`; once it reaches StoreOptions::flush_bytes (when set),
+  // flushes `touched` (FlushDevices) and starts counting again.
+  absl::Status FlushEvery(uint64_t wrote, uint64_t& unflushed, const std::vector<bool>& touched);
   void MarkSuspect(uint32_t id, const std::string& reason);
   void FreeExtents(absl::Span<const BlockRecord> blocks);
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,

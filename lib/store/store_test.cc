@@ -76,6 +76,44 @@ TEST_F(StoreTest, EveryBlockMovesAsNvmeCommandsInPlace) {
   }
 }
 
+// StoreOptions::flush_bytes: an encode and an update flush the devices they wrote to each time
+// they have written that much more, besides the flush before the commit; 0 flushes once.
+TEST_F(StoreTest, FlushBytesFlushesEncodesAndUpdatesAsTheyGo) {
+  // 4 + 2 blocks of 4 KiB: 24 KiB written per stripe, 12 stripes.
+  const auto data = RandomBytes(12 * 16384, 21);
+  const auto flushes = [&] { return CounterSum(*store_->ListDevices(), "nvme_flush_commands"); };
+  uint64_t before = flushes();
+  ASSERT_TRUE(Put("once", data).ok());
+  const uint64_t once = flushes() - before;
+  EXPECT_GE(once, 6u);  // Each device written to, once: at least the 6 of a stripe, at most 8.
+  EXPECT_LE(once, 8u);
+
+  tweak_ = [](StoreOptions& o) { o.flush_bytes = 2 * 6 * 4096; };  // Every 2 stripes.
+  Open();
+  before = flushes();
+  ASSERT_TRUE(Put("paced", data).ok());
+  // Flushes after stripes 2, 4, ..., 12 and before the commit: 7 rounds, each of at least the
+  // 6 devices of one stripe and at most all 8.
+  const uint64_t paced = flushes() - before;
+  EXPECT_GE(paced, 7u * 6);
+  EXPECT_LE(paced, 7u * 8);
+  EXPECT_EQ(*Get("paced"), data);
+
+  // An update of 6 whole stripes (from stripe 3 on) writes 6 x 24 KiB: flushes after its
+  // stripes 2, 4 and 6, and before its commit.
+  const auto patch = RandomBytes(6 * 16384, 22);
+  auto model = data;
+  std::copy(patch.begin(), patch.end(), model.begin() + 3 * 16384);
+  before = flushes();
+  VectorSource src(patch);
+  ASSERT_TRUE(store_->Update("paced", 3 * 16384, src, false).ok());
+  const uint64_t update = flushes() - before;
+  EXPECT_GE(update, 4u * 6);
+  EXPECT_LE(update, 4u * 8);
+  EXPECT_EQ(*Get("paced"), model);
+  EXPECT_EQ(*Get("once"), data);
+}
+
 TEST_F(StoreTest, BlocksOfAStripeAreOnDistinctDevicesAndSpread) {
   const auto data = RandomBytes(40 * 16384, 3);
   auto o = Put("spread", data);
