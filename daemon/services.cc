@@ -269,7 +269,7 @@ class ReadStreamSink final : public store::ByteSink {
   }
 
  private:
-  // Room for the other fields (three varints) and the data field's tag and length.
+  // Room for the other fields (four varints) and the data field's tag and length.
   static constexpr size_t kRoom = 64;
   // Smaller pinned pieces are copied (so are blocks this small): every pinned piece ends its
   // message, and messages this short would cost more than the copy.

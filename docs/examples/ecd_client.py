@@ -443,7 +443,7 @@ def cmd_read(client, args):
           f"{result.version}, {result.reconstructed_blocks} blocks reconstructed",
           {"name": args.name, "output": args.output, "bytes": result.bytes_read,
            "object_size": result.object_size, "version": result.version,
-           "reconstructed_blocks": result.reconstructed_blocks})
+           "object_id": result.object_id, "reconstructed_blocks": result.reconstructed_blocks})
 
 
 def cmd_update(client, args):

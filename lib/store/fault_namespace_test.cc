@@ -525,7 +525,7 @@ TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeAndMakesTheDeviceSuspect) {
 // last one would: nothing stored, no space held, the device suspect.
 TEST_F(FaultStoreTest, AFlushOnTheWayThatFailsFailsTheEncode) {
   tweak_ = [](StoreOptions& o) { o.flush_bytes = 2 * 6 * 4096; };  // Every 2 stripes of 4 + 2.
-  OpenWithFaults({{1, Rules("flush:eio:after=1")}});  // Its second flush fails.
+  OpenWithFaults({{1, Rules("flush:eio:after=1")}});               // Its second flush fails.
   const uint64_t free_before = TotalFree();
   const auto data = RandomBytes(40 * 16384, 23);  // 40 stripes: 240 block writes in all.
   const auto writes = [&] { return CounterSum(*store_->ListDevices(), "nvme_write_commands"); };
@@ -541,6 +541,32 @@ TEST_F(FaultStoreTest, AFlushOnTheWayThatFailsFailsTheEncode) {
   auto devices = store_->ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[1].record.state, DeviceState::kFailing);
+}
+
+// The same for an update: it fails on the way and leaves the old version whole, no space held.
+TEST_F(FaultStoreTest, AFlushOnTheWayThatFailsFailsTheUpdateAndKeepsTheOldVersion) {
+  tweak_ = [](StoreOptions& o) { o.flush_bytes = 2 * 6 * 4096; };  // Every 2 stripes of 4 + 2.
+  OpenWithFaults({});
+  const auto data = RandomBytes(40 * 16384, 24);
+  ASSERT_TRUE(Put("x", data).ok());
+  const uint64_t free_before = TotalFree();
+  registry_->SetRules(1, Rules("flush:eio:after=1"));  // Its second flush from now on fails.
+  const auto writes = [&] { return CounterSum(*store_->ListDevices(), "nvme_write_commands"); };
+  const uint64_t writes_before = writes();
+  const auto patch = RandomBytes(data.size(), 25);  // Every stripe, whole: 240 block writes.
+  VectorSource source(patch);
+  auto r = store_->Update("x", 0, source, false);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "device 1")) << r.status();
+  EXPECT_LT(writes() - writes_before, 120u);  // It stopped on the way.
+  EXPECT_EQ(TotalFree(), free_before);
+  auto st = store_->Stat("x", false, false);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->object.version, 1u);
+  VectorSink sink;
+  ASSERT_TRUE(store_->Read("x", 0, 0, sink).ok());
+  EXPECT_EQ(sink.bytes, data);
 }
 
 // Updates (the store's riskiest write) under faults on one device: each fails cleanly, leaving

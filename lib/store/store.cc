@@ -904,7 +904,8 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       if (absl::Status s = WriteStripe(object, stripe, fresh, added, touched); !s.ok()) {
         return abandon(s);
       }
-      if (absl::Status s = FlushEvery(static_cast<uint64_t>(width) * bs, unflushed, touched); !s.ok()) {
+      if (absl::Status s = FlushEvery(static_cast<uint64_t>(width) * bs, unflushed, touched);
+          !s.ok()) {
         return abandon(s);
       }
       ++result.stripes_appended;
@@ -1100,7 +1101,7 @@ absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, Str
 }
 
 absl::Status Store::FlushEvery(uint64_t wrote, uint64_t& unflushed,
-                              const std::vector<bool>& touched) {
+                               const std::vector<bool>& touched) {
   if (options_.flush_bytes == 0) return absl::OkStatus();
   unflushed += wrote;
   if (unflushed < options_.flush_bytes) return absl::OkStatus();

@@ -88,9 +88,10 @@ struct StoreOptions {
   // An encode or an update flushes the devices it has written to each time it has written this
   // many more bytes (blocks, parity included), besides the flush before its commit that makes
   // it durable. 0: only that one, a flush per object. A device with a volatile write cache then
-  // holds at most about this much of one request's writes unflushed, and the last flush has
-  // only that much left to do, at the cost of more flushes. (Recover already flushes each batch
-  // of 64 stripes before committing it.)
+  // holds about this much of one request's writes unflushed at most, plus the stripes still in
+  // flight (an encode counts a stripe once its writes are done), and the last flush has only
+  // that much left to do, at the cost of more flushes. (Recover already flushes each batch of 64
+  // stripes before committing it.)
   uint64_t flush_bytes = 0;
   // EC engine threads. Each encode keeps ec_workers + 3 stripes in memory by default (see
   // stripes_in_flight), so that every worker encodes a stripe while one is filled and the

@@ -41,12 +41,13 @@ stat_field() { client --json stat obj | pyjson "d['object']['$1']"; }
 read_exact() {
   client --json read obj -o "$WORK/obj.out" >"$WORK/read.json"
   cmp "$WORK/model.bin" "$WORK/obj.out" || fail "the object read back differs from the model"
-  local size version got rec
+  local size version id got rec
   size=$(stat -c %s "$WORK/model.bin")
   version=$(stat_field version)
-  got=$(pyjson 'd["bytes"], d["object_size"], d["version"]' <"$WORK/read.json")
-  [ "$got" = "($size, $size, $version)" ] ||
-    fail "read reports (bytes, object_size, version) $got, expected ($size, $size, $version)"
+  id=$(stat_field id)
+  got=$(pyjson 'd["bytes"], d["object_size"], d["version"], d["object_id"]' <"$WORK/read.json")
+  [ "$got" = "($size, $size, $version, $id)" ] ||
+    fail "read reports (bytes, object_size, version, object_id) $got, expected ($size, $size, $version, $id)"
   rec=$(pyjson 'd["reconstructed_blocks"]' <"$WORK/read.json")
   if [ "$1" = some ]; then
     [ "$rec" -gt 0 ] || fail "a degraded read reports no reconstructed blocks"
