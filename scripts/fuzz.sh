@@ -54,6 +54,7 @@ case "$TIME" in '' | *[!0-9]*) echo "fuzz.sh: --time must be whole seconds" >&2;
 [ ${#SELECTED[@]} -gt 0 ] || SELECTED=("${TARGETS[@]}")
 
 # Configure (once) and build.
+source scripts/ccache.sh
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   if ! command -v "${CXX:-clang++}" >/dev/null; then
     echo "fuzz.sh: ${CXX:-clang++} not found; run scripts/install-deps.sh (clang-14," \
@@ -61,7 +62,7 @@ if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     exit 1
   fi
   CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S . -B "$BUILD_DIR" -G Ninja \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DECD_FUZZ=ON
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DECD_FUZZ=ON "${COMPILER_LAUNCHER[@]}"
 fi
 echo "== building the fuzz targets in $BUILD_DIR"
 cmake --build "$BUILD_DIR" -j "$JOBS" --target fuzz_targets fuzz_make_corpus

@@ -20,12 +20,14 @@ namespace {
 
 // Version 1 is created by kSchema; each later version is reached by one migration below, run in
 // order in its own transaction at Open.
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 // Migrations[v - 2] takes a catalog from schema version v - 1 to v.
 constexpr const char* kMigrations[] = {
     // 2: object versions, bumped by each committed update.
     "ALTER TABLE objects ADD COLUMN version INTEGER NOT NULL DEFAULT 1",
+    // 3: the repair finds corrupt blocks without a scan of every block.
+    "CREATE INDEX IF NOT EXISTS blocks_corrupt ON blocks(object_id, stripe) WHERE corrupt = 1",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) == kSchemaVersion - 1);
 
@@ -315,6 +317,8 @@ const char* DeviceStateName(DeviceState state) {
       return "failing";
     case DeviceState::kFailed:
       return "failed";
+    case DeviceState::kDown:
+      return "down";
   }
   return "online";
 }
@@ -421,6 +425,27 @@ absl::StatusOr<std::vector<DeviceRecord>> Catalog::ListDevices() {
       }
     }
   }
+  // "device_down/<id>" = "<unix ms> <reason>".
+  Statement down(db_, "SELECT key, value FROM meta WHERE key LIKE 'device_down/%'");
+  for (;;) {
+    absl::StatusOr<bool> row = down.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    uint32_t id = 0;
+    const std::string value = down.Text(1);
+    const size_t space = value.find(' ');
+    int64_t since = 0;
+    if (!absl::SimpleAtoi(down.Text(0).substr(strlen("device_down/")), &id) ||
+        !absl::SimpleAtoi(value.substr(0, space), &since)) {
+      continue;
+    }
+    for (DeviceRecord& d : out) {
+      if (d.id != id || d.state == DeviceState::kFailed) continue;
+      d.state = DeviceState::kDown;
+      d.down_since_unix_ms = since;
+      d.down_reason = space == std::string::npos ? "" : value.substr(space + 1);
+    }
+  }
   return out;
 }
 
@@ -454,6 +479,49 @@ absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
   } else {
     Statement del(db_, "DELETE FROM meta WHERE key = ?");
     del.Bind(1, key);
+    if (absl::Status st = del.Run(); !st.ok()) return st;
+  }
+  Statement up(db_, "DELETE FROM meta WHERE key = ?");
+  up.Bind(1, absl::StrCat("device_down/", id));
+  if (absl::Status st = up.Run(); !st.ok()) return st;
+  return txn.Commit();
+}
+
+absl::Status Catalog::SetDeviceDown(uint32_t id, int64_t since_unix_ms, absl::string_view reason) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_, counters_);
+  if (!txn.status().ok()) return txn.status();
+  Statement s(db_, "UPDATE devices SET state = 'online' WHERE id = ?");
+  s.Bind(1, id);
+  if (absl::Status st = s.Run(); !st.ok()) return st;
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
+  }
+  Statement del(db_, "DELETE FROM meta WHERE key = ?");
+  del.Bind(1, absl::StrCat("device_failing/", id));
+  if (absl::Status st = del.Run(); !st.ok()) return st;
+  Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+  put.Bind(1, absl::StrCat("device_down/", id)).Bind(2, absl::StrCat(since_unix_ms, " ", reason));
+  if (absl::Status st = put.Run(); !st.ok()) return st;
+  return txn.Commit();
+}
+
+absl::Status Catalog::ReplaceDevice(uint32_t id) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_, counters_);
+  if (!txn.status().ok()) return txn.status();
+  Statement s(db_, "UPDATE devices SET state = 'online' WHERE id = ?");
+  s.Bind(1, id);
+  if (absl::Status st = s.Run(); !st.ok()) return st;
+  if (sqlite3_changes(db_) == 0) {
+    return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
+  }
+  Statement mark(db_, "UPDATE blocks SET corrupt = 1 WHERE device_id = ?");
+  mark.Bind(1, id);
+  if (absl::Status st = mark.Run(); !st.ok()) return st;
+  for (const char* prefix : {"device_failing/", "device_down/"}) {
+    Statement del(db_, "DELETE FROM meta WHERE key = ?");
+    del.Bind(1, absl::StrCat(prefix, id));
     if (absl::Status st = del.Run(); !st.ok()) return st;
   }
   return txn.Commit();
@@ -648,6 +716,94 @@ absl::StatusOr<std::vector<std::string>> Catalog::ObjectsOnDevice(uint32_t devic
     if (!*row) return out;
     out.push_back(s.Text(0));
   }
+}
+
+absl::StatusOr<StripePage> Catalog::StripesAtRisk(
+    absl::Span<const DeviceRange> ranges, int64_t after_object, uint64_t after_stripe,
+    size_t max_stripes) {
+  // One arm per source of risk, each served by an index (blocks_corrupt, blocks_by_extent).
+  std::string hits =
+      "SELECT object_id, stripe FROM blocks WHERE corrupt = 1 AND (object_id, stripe) > (?1, ?2)";
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    absl::StrAppend(&hits, " UNION SELECT object_id, stripe FROM blocks WHERE device_id = ",
+                    ranges[i].device, " AND (object_id, stripe) > (?1, ?2)");
+    if (ranges[i].lba_count > 0) {
+      absl::StrAppend(&hits, " AND lba < ", ranges[i].first_lba + ranges[i].lba_count,
+                      " AND lba + lba_count > ", ranges[i].first_lba);
+    }
+  }
+  std::string sql = absl::StrCat(
+      "WITH hit(object_id, stripe) AS (SELECT * FROM (", hits,
+      ") ORDER BY object_id, stripe LIMIT ?3) SELECT ", kBlockColumns, " FROM hit JOIN blocks b "
+      "USING (object_id, stripe) ORDER BY object_id, stripe, idx");
+  // kBlockColumns names columns of blocks; "USING" makes object_id and stripe unambiguous.
+  std::lock_guard lock(mu_);
+  Statement s(db_, sql.c_str());
+  s.Bind(1, after_object).Bind(2, static_cast<int64_t>(after_stripe));
+  s.Bind(3, static_cast<int64_t>(max_stripes));
+  std::vector<StripeRows> out;
+  std::map<int64_t, ObjectRecord> objects;  // committed ones; pending ones are skipped
+  std::vector<int64_t> skipped;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    absl::StatusOr<BlockRecord> b = ReadBlock(s);
+    if (!b.ok()) return b.status();
+    const int64_t object_id = s.Int(7);
+    if (out.empty() || out.back().object.id != object_id || out.back().stripe != b->stripe) {
+      out.emplace_back();
+      out.back().object.id = object_id;
+      out.back().stripe = b->stripe;
+    }
+    out.back().blocks.push_back(*b);
+  }
+  // The objects' records, and only committed objects.
+  std::vector<StripeRows> kept;
+  for (StripeRows& r : out) {
+    auto it = objects.find(r.object.id);
+    if (it == objects.end()) {
+      Statement o(db_, absl::StrCat("SELECT ", kObjectColumns,
+                                    " FROM objects WHERE id = ? AND state = 'committed'")
+                           .c_str());
+      o.Bind(1, r.object.id);
+      absl::StatusOr<bool> found = o.Step();
+      if (!found.ok()) return found.status();
+      ObjectRecord record;  // id 0: not committed
+      if (*found) {
+        absl::StatusOr<ObjectRecord> read = ReadObject(o);
+        if (!read.ok()) return read.status();
+        record = *std::move(read);
+      }
+      it = objects.emplace(r.object.id, std::move(record)).first;
+    }
+    if (it->second.id == 0) continue;
+    r.object = it->second;
+    kept.push_back(std::move(r));
+  }
+  StripePage page;
+  page.more = out.size() == max_stripes;
+  if (!out.empty()) {
+    page.last_object = out.back().object.id;
+    page.last_stripe = out.back().stripe;
+  }
+  page.stripes = std::move(kept);
+  return page;
+}
+
+absl::StatusOr<std::map<uint32_t, uint64_t>> Catalog::StripesByParity() {
+  std::lock_guard lock(mu_);
+  Statement s(db_,
+              "SELECT parity_blocks, SUM(stripe_count) FROM objects WHERE state = 'committed' "
+              "GROUP BY parity_blocks");
+  std::map<uint32_t, uint64_t> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out[static_cast<uint32_t>(s.Int(0))] = static_cast<uint64_t>(s.Int(1));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> Catalog::BlockCountsByDevice() {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,7 +33,11 @@ namespace ecd::store {
 
 // kFailing: readable but takes no new blocks while its blocks are moved elsewhere (after a CXL
 // report that it needs replacing); it becomes kFailed once empty.
-enum class DeviceState { kOnline, kFailing, kFailed };
+// kDown: lost without an operator asking (it could not be opened, its writes kept failing, its
+// namespace is shorter than it was or carries another device's label). Neither read nor written;
+// its blocks are rebuilt elsewhere only once it has been down for the repair delay, when it
+// becomes kFailed. If it comes back before that, it is online again and nothing was rebuilt.
+enum class DeviceState { kOnline, kFailing, kFailed, kDown };
 
 const char* DeviceStateName(DeviceState state);
 
@@ -42,6 +47,9 @@ struct DeviceRecord {
   uint64_t size_bytes = 0;
   uint32_t lba_size = 0;
   DeviceState state = DeviceState::kOnline;
+  // kDown: when it went down (Unix ms, kept across restarts) and why.
+  int64_t down_since_unix_ms = 0;
+  std::string down_reason;
 };
 
 struct ObjectRecord {
@@ -66,6 +74,28 @@ struct BlockRecord {
   uint32_t lba_count = 0;
   uint32_t crc32c = 0;
   bool corrupt = false;  // Failed its checksum or could not be read; to be rebuilt.
+};
+
+// One stripe of a committed object with all of its block rows, ordered by index.
+struct StripeRows {
+  ObjectRecord object;
+  uint64_t stripe = 0;
+  std::vector<BlockRecord> blocks;
+};
+
+// One page of Catalog::StripesAtRisk: the stripes, and where the next page starts.
+struct StripePage {
+  std::vector<StripeRows> stripes;
+  bool more = false;  // more stripes may follow after (last_object, last_stripe)
+  int64_t last_object = 0;
+  uint64_t last_stripe = 0;
+};
+
+// LBAs [first_lba, first_lba + lba_count) of one device; lba_count 0: the whole device.
+struct DeviceRange {
+  uint32_t device = 0;
+  uint64_t first_lba = 0;
+  uint64_t lba_count = 0;
 };
 
 // What the catalog did, for metrics.
@@ -103,7 +133,13 @@ class Catalog {
 
   absl::StatusOr<std::vector<DeviceRecord>> ListDevices();
   absl::Status AddDevice(const DeviceRecord& device);
+  // Sets kOnline, kFailing or kFailed (clearing a down mark). For kDown use SetDeviceDown.
   absl::Status SetDeviceState(uint32_t id, DeviceState state);
+  // Marks a device down since `since_unix_ms` for `reason`, in one transaction.
+  absl::Status SetDeviceDown(uint32_t id, int64_t since_unix_ms, absl::string_view reason);
+  // A replaced device: every block recorded on it is marked corrupt (its new namespace is
+  // blank) and it is online again, in one transaction.
+  absl::Status ReplaceDevice(uint32_t id);
 
   // Inserts a pending object and returns its id. AlreadyExists if the name is taken (by a
   // committed object or by an encode in progress).
@@ -132,6 +168,15 @@ class Catalog {
   // [first_lba, first_lba + lba_count); lba_count 0 means the whole device. Sorted by name.
   absl::StatusOr<std::vector<std::string>> ObjectsOnDevice(uint32_t device, uint64_t first_lba,
                                                            uint64_t lba_count);
+  // Stripes of committed objects that need a look from the repair: those with a corrupt block or
+  // a block overlapping one of `ranges`. Pages through them in (object id, stripe) order: at
+  // most `max_stripes` stripes after (after_object, after_stripe). REQUIRES: max_stripes > 0.
+  absl::StatusOr<StripePage> StripesAtRisk(absl::Span<const DeviceRange> ranges,
+                                                        int64_t after_object,
+                                                        uint64_t after_stripe,
+                                                        size_t max_stripes);
+  // Stripes of committed objects by their parity block count K.
+  absl::StatusOr<std::map<uint32_t, uint64_t>> StripesByParity();
   // Number of blocks stored on each device id.
   absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> BlockCountsByDevice();
 

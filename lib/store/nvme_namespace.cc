@@ -170,7 +170,13 @@ absl::StatusOr<std::unique_ptr<Namespace>> OpenNvmeNamespace(const std::string& 
     return ErrnoStatus("stat namespace", path, err);
   }
   if (S_ISREG(st.st_mode)) {
-    if (created || static_cast<uint64_t>(st.st_size) < size_bytes) {
+    if (!created && static_cast<uint64_t>(st.st_size) < size_bytes) {
+      ::close(fd);
+      return absl::FailedPreconditionError(absl::StrCat(
+          "namespace ", path, " holds ", st.st_size, " bytes, fewer than the ", size_bytes,
+          " it was created with: it was cut short or replaced"));
+    }
+    if (created) {
       if (::ftruncate(fd, static_cast<off_t>(size_bytes)) != 0 || ::fsync(fd) != 0) {
         int err = errno;
         ::close(fd);

@@ -18,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "lib/store/crc32c.h"
+#include "lib/store/device_label.h"
+#include "lib/store/store_device.h"
 #include "lib/store/object_name.h"
 #include "lib/store/stripe_memory.h"
 #include "lib/util/log.h"
@@ -70,24 +72,7 @@ std::vector<const BlockRecord*> TakeStripe(const std::vector<BlockRecord>& rows,
   return by_index;
 }
 
-std::string DevicePath(const std::string& data_dir, const std::string& path) {
-  if (!path.empty() && path[0] == '/') return path;
-  return (std::filesystem::path(data_dir) / path).string();
-}
-
 }  // namespace
-
-struct Store::Device {
-  DeviceRecord record;
-  // Null when it could not be opened. Shared so that I/O in flight keeps a handle alive while
-  // `device online` reopens a replaced device.
-  std::shared_ptr<Namespace> ns;
-  ExtentAllocator allocator;
-  uint64_t flush_failures = 0;
-
-  Device(DeviceRecord r, std::unique_ptr<Namespace> n)
-      : record(std::move(r)), ns(std::move(n)), allocator(record.size_bytes / record.lba_size) {}
-};
 
 // One stripe of M+K blocks (in the DMA arena where it can be). Each block has `stride` bytes
 // (its size rounded up to whole LBAs, the unit of I/O); the checksum and the code cover the
@@ -240,6 +225,15 @@ absl::Status Store::Init() {
     return s;
   }
 
+  absl::StatusOr<std::optional<std::string>> store_id = catalog_->GetMeta("store_id");
+  if (!store_id.ok()) return store_id.status();
+  if (store_id->has_value()) {
+    store_id_ = **store_id;
+  } else {
+    store_id_ = NewStoreId();
+    if (absl::Status s = catalog_->SetMeta("store_id", store_id_); !s.ok()) return s;
+  }
+
   absl::StatusOr<int> dropped = catalog_->DropPendingObjects();
   if (!dropped.ok()) return dropped.status();
   if (*dropped > 0) {
@@ -266,36 +260,7 @@ absl::Status Store::Init() {
   }
 
   if (absl::Status s = InitMemory(records->size()); !s.ok()) return s;
-
-  for (DeviceRecord& r : *records) {
-    if (r.lba_size != options_.lba_size) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "device ", r.id, " was created with ", r.lba_size, "-byte LBAs but --lba-size is ",
-          options_.lba_size, "; start ecd with --lba-size ", r.lba_size, " for this data dir"));
-    }
-    if (r.id != devices_.size()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "catalog device ids are not dense (found ", r.id, " at position ", devices_.size(), ")"));
-    }
-    const std::string path = DevicePath(options_.data_dir, r.path);
-    absl::StatusOr<std::unique_ptr<Namespace>> ns =
-        options_.namespace_factory(path, r.size_bytes, r.lba_size, new_ids.count(r.id) > 0);
-    if (!ns.ok()) {
-      Log(LogLevel::kError,
-          "device %d (%s) cannot be opened: %s; marked failed. Its blocks are rebuilt by "
-          "`ecctl recover`; `ecctl device online %d` brings back a fixed or replaced device",
-          r.id, path, ns.status().message(), r.id);
-      if (r.state != DeviceState::kFailed) {
-        if (absl::Status s = catalog_->SetDeviceState(r.id, DeviceState::kFailed); !s.ok()) {
-          return s;
-        }
-        r.state = DeviceState::kFailed;
-      }
-      devices_.push_back(std::make_unique<Device>(r, nullptr));
-    } else {
-      devices_.push_back(std::make_unique<Device>(r, std::move(*ns)));
-    }
-  }
+  if (absl::Status s = OpenDevices(*records, new_ids); !s.ok()) return s;
 
   // Free space is whatever the catalog does not reference.
   absl::Status inconsistent;
@@ -313,7 +278,18 @@ absl::Status Store::Init() {
     return absl::FailedPreconditionError(
         absl::StrCat("catalog is inconsistent: ", inconsistent.message()));
   }
-
+  for (auto& d : devices_) {
+    if (!d->label_lba) continue;
+    if (absl::Status s = d->allocator.MarkUsed(*d->label_lba, 1); !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "catalog is inconsistent: device ", d->record.id, "'s label LBA ", *d->label_lba,
+          " is also a block's: ", s.message()));
+    }
+  }
+  if (absl::Status s = LabelDevices(); !s.ok()) return s;
+  absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
+  if (!census.ok()) return census.status();
+  stripes_by_parity_ = *std::move(census);
   return absl::OkStatus();
 }
 
@@ -436,14 +412,23 @@ std::shared_ptr<Namespace> Store::NamespaceOf(uint32_t id, bool online_only) {
   std::lock_guard lock(mu_);
   if (id >= devices_.size()) return nullptr;
   const Device& d = *devices_[id];
-  if (online_only && d.record.state == DeviceState::kFailed) return nullptr;
+  if (online_only && d.record.state != DeviceState::kOnline &&
+      d.record.state != DeviceState::kFailing) {
+    return nullptr;
+  }
   return d.ns;
+}
+
+bool Store::DeviceDown(uint32_t id) {
+  std::lock_guard lock(mu_);
+  return id < devices_.size() && devices_[id]->record.state == DeviceState::kDown;
 }
 
 bool Store::DeviceOnline(uint32_t id) {
   std::lock_guard lock(mu_);
-  return id < devices_.size() && devices_[id]->record.state != DeviceState::kFailed &&
-         devices_[id]->ns != nullptr;
+  if (id >= devices_.size() || devices_[id]->ns == nullptr) return false;
+  const DeviceState state = devices_[id]->record.state;
+  return state == DeviceState::kOnline || state == DeviceState::kFailing;
 }
 
 absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSource& source) {
@@ -624,6 +609,7 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   if (absl::Status s = catalog_->AddBlocks(object.id, records); !s.ok()) return fail(s);
   records.clear();
   if (absl::Status s = catalog_->CommitObject(object.id, size, stripe); !s.ok()) return fail(s);
+  CountStripes(object.parity_blocks, static_cast<int64_t>(stripe));
   object.size = size;
   object.stripe_count = stripe;
   return object;
@@ -996,6 +982,8 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
       !s.ok()) {
     return abandon(s);
   }
+  CountStripes(object.parity_blocks,
+               static_cast<int64_t>(stripes) - static_cast<int64_t>(object.stripe_count));
   for (const BlockRecord& b : superseded) {
     if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) ns->Deallocate(b.lba, b.lba_count);
   }
@@ -1063,7 +1051,7 @@ void Store::StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> block
   for (size_t i = 0; i < blocks.size(); ++i) {
     blocks[i].crc32c = checksums.empty() ? Crc32c(buffer.block(static_cast<int>(i))) : checksums[i];
     write.devices[i]->WriteAsync(blocks[i].lba, buffer.padded(static_cast<int>(i)),
-                                 write.batch.Track(&write.status[i]));
+                                 TrackWrite(blocks[i].device, write.batch.Track(&write.status[i])));
   }
 }
 
@@ -1202,6 +1190,7 @@ std::vector<Store::BlockRead> Store::FinishReads(const ObjectRecord& object, Blo
   io.batch.Wait();
   const size_t n = reads.blocks.size();
   std::vector<BlockRead> results(n, BlockRead::kUnreadable);
+  bool marked = false;
   for (size_t j = 0; j < n; ++j) {
     if (io.devices[j] == nullptr) continue;
     io.devices[j] = nullptr;
@@ -1217,12 +1206,16 @@ std::vector<Store::BlockRead> Store::FinishReads(const ObjectRecord& object, Blo
           s.message());
     }
     if (!s.ok()) {
-      if (!b.corrupt) (void)catalog_->SetBlockCorrupt(object.id, b.stripe, b.index, true);
+      if (!b.corrupt) {
+        (void)catalog_->SetBlockCorrupt(object.id, b.stripe, b.index, true);
+        marked = true;
+      }
       results[j] = absl::IsDataLoss(s) ? BlockRead::kCorrupt : BlockRead::kUnreadable;
     } else {
       results[j] = BlockRead::kGood;
     }
   }
+  if (marked) NotifyRepair();  // Heal on read: the repair planner rebuilds the stripe.
   return results;
 }
 
@@ -1572,6 +1565,7 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
     return s;
   }
   if (absl::Status s = catalog_->DeleteObject(object->id); !s.ok()) return s;
+  CountStripes(object->parity_blocks, -static_cast<int64_t>(object->stripe_count));
   uint64_t freed = 0;
   for (const BlockRecord& b : blocks) {
     freed += static_cast<uint64_t>(b.lba_count) * options_.lba_size;
@@ -1705,17 +1699,19 @@ absl::StatusOr<RecoverProgress> Store::Recover(
   // updates of the object proceed between batches (and `progress`, which may sleep to keep a
   // rate, runs without the lock). Each batch reads the object afresh: an update between batches
   // is seen, a delete ends the walk.
-  for (uint64_t batch = 0;; batch += kStripeBatch) {
+  const std::vector<uint64_t>& listed = options.stripes;  // empty: every stripe
+  bool first = true;
+  for (uint64_t batch = listed.empty() ? 0 : listed.front();; first = false) {
     {
       ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
       absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
       if (!found.ok()) {
-        if (batch == 0) return LookupError(found.status(), name, options_.max_name_length);
+        if (first) return LookupError(found.status(), name, options_.max_name_length);
         if (!absl::IsNotFound(found.status())) return found.status();
         break;  // Deleted meanwhile: nothing left to check.
       }
       const ObjectRecord& object = *found;
-      if (batch == 0) object_id = object.id;
+      if (first) object_id = object.id;
       if (object.id != object_id) break;  // Deleted and stored again under the same name.
       p.stripes_total = object.stripe_count;
       if (static_cast<uint64_t>(batch) >= object.stripe_count) break;
@@ -1784,6 +1780,9 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       std::vector<std::vector<int>> needs(count);
       std::vector<std::vector<int>> evicts(count);  // of needs[n], those `evict` chose
       for (uint64_t n = 0; n < count; ++n) {
+        if (!listed.empty() && !std::binary_search(listed.begin(), listed.end(), batch + n)) {
+          continue;
+        }
         if (check_all) {
           work.push_back(n);
           continue;
@@ -1793,7 +1792,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           if (b != nullptr && options.evict && options.evict(*b)) {
             needs[n].push_back(i);
             evicts[n].push_back(i);
-          } else if (b == nullptr || b->corrupt || !DeviceOnline(b->device)) {
+          } else if (b == nullptr || b->corrupt ||
+                     (!DeviceOnline(b->device) && (options.rebuild_down || !DeviceDown(b->device)))) {
             needs[n].push_back(i);
           }
         }
@@ -1887,7 +1887,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           std::shared_ptr<Namespace> target = NamespaceOf(fresh.device, /*online_only=*/false);
           if (target == nullptr) return abandon(absl::UnavailableError("the device is gone"));
           io->devices[j] = target;
-          target->WriteAsync(fresh.lba, buffer->padded(i), io->batch.Track(&io->status[j]));
+          target->WriteAsync(fresh.lba, buffer->padded(i),
+                             TrackWrite(fresh.device, io->batch.Track(&io->status[j])));
           touched[fresh.device] = true;
           superseded.push_back(old);
           ++p.blocks_rebuilt;
@@ -1922,6 +1923,12 @@ absl::StatusOr<RecoverProgress> Store::Recover(
     if (options.cancelled && options.cancelled()) {
       return absl::CancelledError(absl::StrCat("stopped after ", p.stripes_done, " of ",
                                                p.stripes_total, " stripes of \"", name, "\""));
+    }
+    batch += kStripeBatch;
+    if (!listed.empty()) {
+      auto next = std::lower_bound(listed.begin(), listed.end(), batch);
+      if (next == listed.end()) break;
+      batch = *next;
     }
   }
   if (p.lost_stripes > 0) {
@@ -1971,30 +1978,41 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
                        "; only an online device can be marked failing (to be evacuated)"));
     }
   }
+  if (state == DeviceState::kDown) {
+    return absl::InvalidArgumentError("a device is marked down by MarkDeviceDown, not here");
+  }
   if (state == DeviceState::kOnline) {
     bool reopen;
+    std::optional<uint64_t> label_lba;
     {
       std::lock_guard lock(mu_);
-      reopen = d.ns == nullptr || d.record.state == DeviceState::kFailed;
+      reopen = d.ns == nullptr || d.record.state == DeviceState::kFailed ||
+               d.record.state == DeviceState::kDown;
+      label_lba = d.label_lba;
     }
-    if (reopen) {  // A repaired or replaced device: open (or create) its namespace again.
-      absl::StatusOr<std::unique_ptr<Namespace>> ns = options_.namespace_factory(
-          DevicePath(options_.data_dir, d.record.path), d.record.size_bytes, d.record.lba_size,
-          /*create=*/true);
+    if (reopen) {  // A repaired device: open its namespace again and check its label.
+      absl::StatusOr<std::unique_ptr<Namespace>> ns =
+          OpenDevice(d.record, /*create=*/false, label_lba);
       if (!ns.ok()) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "device ", id, " cannot be opened: ", ns.status().message(), "; fix it and retry"));
+            "device ", id, " cannot be brought online: ", ns.status().message(),
+            ". Fix it and retry, or put a new blank namespace in its slot with `ecctl device "
+            "replace ", id, "`"));
       }
       std::lock_guard lock(mu_);
       d.ns = std::move(*ns);  // I/O still holding the old handle finishes on it.
+      d.write_errors_in_a_row = 0;
     }
   }
   if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;
   {
     std::lock_guard lock(mu_);
     d.record.state = state;
+    d.record.down_since_unix_ms = 0;
+    d.record.down_reason.clear();
   }
   Log(LogLevel::kInfo, "device %d is now %s", id, DeviceStateName(state));
+  NotifyRepair();
   absl::StatusOr<std::vector<DeviceStatus>> all = ListDevices();
   if (!all.ok()) return all.status();
   return (*all)[id];

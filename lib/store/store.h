@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -111,6 +112,13 @@ struct StoreOptions {
   // 2 GiB here).
   uint64_t dma_arena_bytes = uint64_t{512} << 20;
   NamespaceFactory namespace_factory;  // Defaults to OpenNvmeNamespace with `nvme`.
+  // At start-up, when more devices cannot be used (not opened, cut short, or labelled as
+  // another store's or another slot's) than the fewest parity blocks of any stored object,
+  // Open refuses and changes nothing: a missing mount or a wrong path is likelier than that
+  // many dead disks. true: start anyway, marking them down.
+  bool start_with_missing_devices = false;
+  // A device whose writes fail this many times in a row (no success between) goes down.
+  uint32_t write_errors_to_down = 4;
   // Metrics hooks, each may be empty; called on the thread doing the work, so they must be
   // cheap and thread-safe. Every EC task with its kind and latency (ec::EngineOptions), and
   // every catalog commit with its duration (Catalog::SetCommitObserver).
@@ -237,6 +245,12 @@ struct RecoverOptions {
   // Polled between batches of stripes; when it returns true Recover stops with Cancelled (what
   // was repaired so far stays repaired).
   std::function<bool()> cancelled;
+  // Not empty: only these stripes (ascending, no repeats) are looked at; the others are left
+  // as they are. The repair planner's batches.
+  std::vector<uint64_t> stripes;
+  // false: blocks on a device that is down (not failed) are not rebuilt elsewhere: the device
+  // may come back within the repair delay. They are still not read.
+  bool rebuild_down = true;
 };
 
 struct DeviceStatus {
@@ -353,7 +367,40 @@ class Store {
     int after_reads = 0;
   };
   ReadBufferSets read_buffer_sets() const;
+  // kOnline, kFailing or kFailed. kOnline reopens the namespace of a device that is not
+  // online and checks its label: a blank, foreign or cut-short namespace is refused
+  // (FailedPrecondition; ReplaceDevice takes a blank one).
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
+  // Takes an online or failing device out of service without failing it: its blocks are not
+  // read or written, and not rebuilt until the repair planner fails it after its delay. The time
+  // is stored, so a restart keeps the delay running. FailedPrecondition for a failed device.
+  absl::StatusOr<DeviceStatus> MarkDeviceDown(uint32_t id, const std::string& reason);
+  // Puts a new blank namespace in the slot of a failed or down device: the old namespace file
+  // is removed and created anew with a label, every block still recorded on the device is
+  // marked corrupt (the repair rebuilds it, onto this device when it has room), and the device
+  // is online. FailedPrecondition for an online or failing device (fail it first).
+  absl::StatusOr<DeviceStatus> ReplaceDevice(uint32_t id);
+  // Marks down each device whose writes have failed StoreOptions::write_errors_to_down times in
+  // a row since it was last checked; returns their ids.
+  std::vector<uint32_t> DownDevicesWithFailingWrites();
+  // The devices as the store holds them now, without the catalog's block counts.
+  std::vector<DeviceRecord> DeviceRecords();
+  // Stripes of committed objects by parity count K, kept as objects are stored, updated and
+  // deleted (no scan).
+  std::map<uint32_t, uint64_t> StripesByParity() const;
+  // Stripes with a corrupt block or a block in one of `ranges` (Catalog::StripesAtRisk).
+  absl::StatusOr<StripePage> StripesAtRisk(absl::Span<const DeviceRange> ranges,
+                                           int64_t after_object, uint64_t after_stripe,
+                                           size_t max_stripes) {
+    return catalog_->StripesAtRisk(ranges, after_object, after_stripe, max_stripes);
+  }
+  // The store's id (catalog meta `store_id`), written in every device's label.
+  const std::string& store_id() const { return store_id_; }
+
+  // Called (with no store lock held, on the thread that saw it) whenever something may need
+  // repair: a block found corrupt or unreadable, a device's state changed, a device's writes
+  // failing. Must be cheap: the repair planner only notes it and wakes up.
+  void SetRepairListener(std::function<void()> fn);
 
   // Called after the store itself marks a device failing (suspect) because a flush on it
   // failed, with the device and why; the daemon queues the device's evacuation. Runs on the
@@ -525,7 +572,9 @@ class Store {
   absl::StatusOr<BlockRecord> AllocateCopy(const BlockRecord& old,
                                            std::map<uint32_t, int>& occupied,
                                            bool allow_same_device = true);
+  // Online or failing: read from (and, online, written to).
   bool DeviceOnline(uint32_t id);
+  bool DeviceDown(uint32_t id);
   // The device's namespace (null if it could not be opened); with `online_only`, null unless
   // the device is online. The handle stays valid for the caller even if the device is reopened.
   std::shared_ptr<Namespace> NamespaceOf(uint32_t id, bool online_only);
@@ -536,6 +585,23 @@ class Store {
   // flushes `touched` (FlushDevices) and starts counting again.
   absl::Status FlushEvery(uint64_t wrote, uint64_t& unflushed, const std::vector<bool>& touched);
   void MarkSuspect(uint32_t id, const std::string& reason);
+  // Tells the repair listener that something may need repair.
+  void NotifyRepair();
+  // Wraps `done` of a write on `device`: counts its failures in a row (a success resets them).
+  Namespace::Done TrackWrite(uint32_t device, Namespace::Done done);
+  // Opens the namespace of `r` (creating it when `create`) and checks its size and label
+  // (Device::label_lba, when it has one). An error says why the device cannot be used.
+  absl::StatusOr<std::unique_ptr<Namespace>> OpenDevice(const DeviceRecord& r, bool create,
+                                                        std::optional<uint64_t> label_lba);
+  // Init's device pass: opens every device of `records`, refuses to start when too many
+  // cannot be used (StoreOptions::start_with_missing_devices), marks those down and those that
+  // came back online.
+  absl::Status OpenDevices(std::vector<DeviceRecord>& records, const std::set<uint32_t>& new_ids);
+  // Writes a label to every open device that has none yet (a new one, or one from before
+  // labels), on an LBA of its own, and records where.
+  absl::Status LabelDevices();
+  absl::Status WriteLabel(uint32_t id, uint64_t lba);
+  void CountStripes(uint32_t parity, int64_t delta);
   void FreeExtents(absl::Span<const BlockRecord> blocks);
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
                                       bool per_stripe, const std::function<bool()>& cancelled = {});
@@ -555,6 +621,10 @@ class Store {
   std::vector<std::unique_ptr<Device>> devices_;
   std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_;
   std::function<void(uint32_t, const std::string&)> suspect_listener_;  // guarded by mu_
+  std::function<void()> repair_listener_;                               // guarded by mu_
+  std::string store_id_;  // Set by Init.
+  mutable std::mutex census_mu_;
+  std::map<uint32_t, uint64_t> stripes_by_parity_;  // guarded by census_mu_
 
   std::unique_ptr<ObjectLocks> locks_;
 };

@@ -10,10 +10,14 @@
 #include "absl/time/clock.h"
 #include "lib/store/catalog.h"
 #include "lib/store/crc32c.h"
-#include "lib/store/scrubber.h"
+#include "lib/repair/scrubber.h"
 #include "lib/store/store_test_util.h"
 
-namespace ecd::store {
+namespace ecd::repair {
+
+using store::BlockRecord;
+using store::Catalog;
+using store::Crc32c;
 namespace {
 
 class ScrubTest : public TempStoreTest {
@@ -274,4 +278,4 @@ TEST_F(ScrubTest, BackgroundPassRunsOnANewStoreAndIsRememberedAcrossRestarts) {
 }
 
 }  // namespace
-}  // namespace ecd::store
+}  // namespace ecd::repair

@@ -4,8 +4,8 @@
 // the Linux driver (lib/cxl/event_drain.h), decodes each record, and hands it to the
 // EventPolicy. Every record, overflow and decode error is counted; each action is logged with
 // the record that caused it.
-#ifndef ECD_LIB_STORE_CXL_MONITOR_H_
-#define ECD_LIB_STORE_CXL_MONITOR_H_
+#ifndef ECD_LIB_REPAIR_CXL_MONITOR_H_
+#define ECD_LIB_REPAIR_CXL_MONITOR_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -21,9 +21,9 @@
 #include "absl/time/time.h"
 #include "lib/cxl/event_log.h"
 #include "lib/cxl/event_record.h"
-#include "lib/store/event_policy.h"
+#include "lib/repair/event_policy.h"
 
-namespace ecd::store {
+namespace ecd::repair {
 
 struct CxlMonitorOptions {
   cxl::EventLogDeviceOptions device;  // capacity, payload size; initial_policy is set below
@@ -90,6 +90,6 @@ class CxlMonitor {
   std::thread thread_;
 };
 
-}  // namespace ecd::store
+}  // namespace ecd::repair
 
-#endif  // ECD_LIB_STORE_CXL_MONITOR_H_
+#endif  // ECD_LIB_REPAIR_CXL_MONITOR_H_

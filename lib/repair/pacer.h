@@ -3,15 +3,15 @@
 // is given, in whatever way lets it stop early.
 //
 // Thread safety: const methods only; safe to share.
-#ifndef ECD_LIB_STORE_PACER_H_
-#define ECD_LIB_STORE_PACER_H_
+#ifndef ECD_LIB_REPAIR_PACER_H_
+#define ECD_LIB_REPAIR_PACER_H_
 
 #include <cstdint>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace ecd::store {
+namespace ecd::repair {
 
 class Pacer {
  public:
@@ -33,6 +33,6 @@ class Pacer {
   const absl::Time start_;
 };
 
-}  // namespace ecd::store
+}  // namespace ecd::repair
 
-#endif  // ECD_LIB_STORE_PACER_H_
+#endif  // ECD_LIB_REPAIR_PACER_H_

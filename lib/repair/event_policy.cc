@@ -1,10 +1,14 @@
 // EventPolicy: health report -> action, through the rebuild scheduler.
-#include "lib/store/event_policy.h"
+#include "lib/repair/event_policy.h"
 
 #include "absl/strings/str_cat.h"
 #include "lib/util/log.h"
 
-namespace ecd::store {
+namespace ecd::repair {
+
+using store::DeviceState;
+using store::Store;
+using store::DeviceStatus;
 
 const char* PolicyActionName(PolicyAction a) {
   switch (a) {
@@ -31,7 +35,7 @@ absl::StatusOr<PolicyAction> ParsePolicyAction(const std::string& name) {
       "unknown CXL policy action \"", name, "\"; use ignore, count, rebuild, evacuate or fail"));
 }
 
-EventPolicy::EventPolicy(Store* store, RebuildScheduler* rebuilds,
+EventPolicy::EventPolicy(Store* store, RepairPlanner* rebuilds,
                          const EventPolicyOptions& options)
     : store_(store), rebuilds_(rebuilds), options_(options) {}
 
@@ -111,4 +115,4 @@ std::map<std::string, uint64_t> EventPolicy::counters() const {
   return counters_;
 }
 
-}  // namespace ecd::store
+}  // namespace ecd::repair

@@ -14,8 +14,8 @@
 // Each action is configurable (count, ignore or the action above) and is logged with the record
 // that caused it. A device's DPA space maps 1:1 onto its namespace bytes, so DPA d lies in LBA
 // d / lba_size (docs/cxl.md).
-#ifndef ECD_LIB_STORE_EVENT_POLICY_H_
-#define ECD_LIB_STORE_EVENT_POLICY_H_
+#ifndef ECD_LIB_REPAIR_EVENT_POLICY_H_
+#define ECD_LIB_REPAIR_EVENT_POLICY_H_
 
 #include <cstdint>
 #include <map>
@@ -23,10 +23,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "lib/store/rebuild_scheduler.h"
+#include "lib/repair/repair_planner.h"
 #include "lib/store/store.h"
 
-namespace ecd::store {
+namespace ecd::repair {
 
 // The fields of a health report the policy looks at, independent of the record's byte format.
 struct HealthEvent {
@@ -68,7 +68,7 @@ struct EventPolicyOptions {
 class EventPolicy {
  public:
   // Both must outlive the policy.
-  EventPolicy(Store* store, RebuildScheduler* rebuilds, const EventPolicyOptions& options);
+  EventPolicy(store::Store* store, RepairPlanner* rebuilds, const EventPolicyOptions& options);
 
   // What the options say to do with `e`, and why.
   std::pair<PolicyAction, std::string> Decide(const HealthEvent& e) const;
@@ -79,13 +79,13 @@ class EventPolicy {
   std::map<std::string, uint64_t> counters() const;
 
  private:
-  Store* const store_;
-  RebuildScheduler* const rebuilds_;
+  store::Store* const store_;
+  RepairPlanner* const rebuilds_;
   const EventPolicyOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> counters_;  // guarded by mu_
 };
 
-}  // namespace ecd::store
+}  // namespace ecd::repair
 
-#endif  // ECD_LIB_STORE_EVENT_POLICY_H_
+#endif  // ECD_LIB_REPAIR_EVENT_POLICY_H_

@@ -1,5 +1,5 @@
 // CxlMonitor: interrupts and polls -> drain -> decode -> policy.
-#include "lib/store/cxl_monitor.h"
+#include "lib/repair/cxl_monitor.h"
 
 #include <variant>
 
@@ -8,7 +8,9 @@
 #include "lib/cxl/event_drain.h"
 #include "lib/util/log.h"
 
-namespace ecd::store {
+namespace ecd::repair {
+
+
 namespace {
 
 // "Memory Module" -> "memory_module": a name as a metric label value.
@@ -192,4 +194,4 @@ void CxlMonitor::DrainDevice(uint32_t id) {
   }
 }
 
-}  // namespace ecd::store
+}  // namespace ecd::repair

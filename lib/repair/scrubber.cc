@@ -1,15 +1,21 @@
 // Scrubber: scrub passes on request and in the background, paced and accounted.
-#include "lib/store/scrubber.h"
+#include "lib/repair/scrubber.h"
 
 #include <algorithm>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "lib/store/pacer.h"
+#include "lib/repair/pacer.h"
 #include "lib/util/log.h"
 
-namespace ecd::store {
+namespace ecd::repair {
+
+using store::RecoverProgress;
+using store::Store;
+using store::RecoverOptions;
+using store::ObjectStatus;
+using store::Catalog;
 namespace {
 
 // Catalog meta key: when the last background pass finished, in Unix milliseconds.
@@ -209,4 +215,4 @@ void Scrubber::Loop() {
   }
 }
 
-}  // namespace ecd::store
+}  // namespace ecd::repair

@@ -4,8 +4,8 @@
 // is wrong (copy-on-write, like recover). Scrubs run on request (ScrubNow: `ecctl scrub`) or in
 // the background, one pass over all objects per interval at a bounded byte rate; when the last
 // background pass finished is kept in the catalog, so restarts do not postpone scrubbing.
-#ifndef ECD_LIB_STORE_SCRUBBER_H_
-#define ECD_LIB_STORE_SCRUBBER_H_
+#ifndef ECD_LIB_REPAIR_SCRUBBER_H_
+#define ECD_LIB_REPAIR_SCRUBBER_H_
 
 #include <condition_variable>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "lib/store/store.h"
 
-namespace ecd::store {
+namespace ecd::repair {
 
 inline constexpr size_t kMaxScrubErrors = 32;
 
@@ -28,7 +28,7 @@ struct ScrubReport {
   uint64_t objects_total = 0;
   uint64_t objects_done = 0;
   std::string current;              // the object being scrubbed now; empty between objects
-  RecoverProgress found;            // summed over the objects done and the current one
+  store::RecoverProgress found;            // summed over the objects done and the current one
   uint64_t objects_failed = 0;      // objects whose scrub ended in an error (DataLoss, no space)
   std::vector<std::string> errors;  // "name: message" of the first kMaxScrubErrors of them
 };
@@ -53,7 +53,7 @@ struct ScrubberStatus {
   ScrubReport last;     // the last background pass finished since ecd started
   uint64_t passes = 0;  // background passes finished since ecd started
   // Everything every scrub (background or on request) found since ecd started.
-  RecoverProgress found_total;
+  store::RecoverProgress found_total;
   uint64_t objects_failed_total = 0;
   uint64_t objects_scrubbed_total = 0;
 };
@@ -64,7 +64,7 @@ class Scrubber {
  public:
   // REQUIRES: `store` outlives the scrubber. Starts the background thread when
   // options.interval > 0.
-  Scrubber(Store* store, const ScrubberOptions& options);
+  Scrubber(store::Store* store, const ScrubberOptions& options);
   ~Scrubber();  // stops a running pass between two batches of stripes
   Scrubber(const Scrubber&) = delete;
   Scrubber& operator=(const Scrubber&) = delete;
@@ -91,7 +91,7 @@ class Scrubber {
   // Adds what `report` found since `accounted` to the totals, and moves `accounted` up to it.
   void Account(const ScrubReport& report, ScrubReport& accounted);
 
-  Store* const store_;
+  store::Store* const store_;
   const ScrubberOptions options_;
 
   mutable std::mutex mu_;
@@ -102,6 +102,6 @@ class Scrubber {
   std::thread worker_;
 };
 
-}  // namespace ecd::store
+}  // namespace ecd::repair
 
-#endif  // ECD_LIB_STORE_SCRUBBER_H_
+#endif  // ECD_LIB_REPAIR_SCRUBBER_H_

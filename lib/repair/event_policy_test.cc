@@ -1,12 +1,15 @@
 // Tests for the CXL health-report policy: each kind of report maps to its action, and the
 // actions move exactly what they should.
-#include "lib/store/event_policy.h"
+#include "lib/repair/event_policy.h"
 
 #include <gtest/gtest.h>
 
 #include "lib/store/store_test_util.h"
 
-namespace ecd::store {
+namespace ecd::repair {
+
+using store::DeviceState;
+using store::BlockRecord;
 namespace {
 
 class EventPolicyTest : public TempStoreTest {
@@ -22,7 +25,7 @@ class EventPolicyTest : public TempStoreTest {
 };
 
 TEST_F(EventPolicyTest, DecidesByKindAndFields) {
-  RebuildScheduler rebuilds(store_.get(), {});
+  RepairPlanner rebuilds(store_.get(), {});
   EventPolicy policy(store_.get(), &rebuilds, {});
   HealthEvent e;
   EXPECT_EQ(policy.Decide(e).first, PolicyAction::kCount);
@@ -63,7 +66,7 @@ TEST_F(EventPolicyTest, DecidesByKindAndFields) {
 }
 
 TEST_F(EventPolicyTest, OptionsChangeTheActions) {
-  RebuildScheduler rebuilds(store_.get(), {});
+  RepairPlanner rebuilds(store_.get(), {});
   EventPolicyOptions o;
   o.media_error = PolicyAction::kCount;
   o.module_critical = PolicyAction::kFail;
@@ -81,7 +84,7 @@ TEST_F(EventPolicyTest, OptionsChangeTheActions) {
 
 TEST_F(EventPolicyTest, ActionsMoveWhatTheySay) {
   Put("obj", 12 * 16384);
-  RebuildScheduler rebuilds(store_.get(), {});
+  RepairPlanner rebuilds(store_.get(), {});
   EventPolicy policy(store_.get(), &rebuilds, {});
   // A media error at the DPA of one block of device 4: only that block moves.
   auto st = *store_->Stat("obj", true, false);
@@ -131,4 +134,4 @@ TEST_F(EventPolicyTest, ActionsMoveWhatTheySay) {
 }
 
 }  // namespace
-}  // namespace ecd::store
+}  // namespace ecd::repair

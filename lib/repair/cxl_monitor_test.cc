@@ -1,7 +1,7 @@
 // Tests of the CXL monitor's counting: decoded records by device, log, type and severity;
 // overflows and undecodable records by device. (Decoding and the policy have their own tests;
 // the daemon's integration test drives the whole path over gRPC.)
-#include "lib/store/cxl_monitor.h"
+#include "lib/repair/cxl_monitor.h"
 
 #include <gtest/gtest.h>
 
@@ -9,17 +9,19 @@
 #include <tuple>
 
 #include "lib/cxl/event_record.h"
-#include "lib/store/event_policy.h"
-#include "lib/store/rebuild_scheduler.h"
+#include "lib/repair/event_policy.h"
+#include "lib/repair/repair_planner.h"
 #include "lib/store/store_test_util.h"
 
-namespace ecd::store {
+namespace ecd::repair {
+
+
 namespace {
 
 class CxlMonitorTest : public TempStoreTest {};
 
 TEST_F(CxlMonitorTest, CountsRecordsByDeviceLogTypeAndSeverityAndOverflowsByDevice) {
-  RebuildScheduler rebuilds(store_.get(), {});
+  RepairPlanner rebuilds(store_.get(), {});
   EventPolicyOptions po;
   po.other = PolicyAction::kCount;
   po.media_error = PolicyAction::kCount;
@@ -67,4 +69,4 @@ TEST_F(CxlMonitorTest, CountsRecordsByDeviceLogTypeAndSeverityAndOverflowsByDevi
 }
 
 }  // namespace
-}  // namespace ecd::store
+}  // namespace ecd::repair

@@ -1,0 +1,688 @@
+// RepairPlanner: plans the repair from the catalog, most at-risk stripes first, and works the
+// plan a batch of stripes at a time through Store::Recover.
+#include "lib/repair/repair_planner.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "lib/util/log.h"
+
+namespace ecd::repair {
+
+using store::BlockRecord;
+using store::DeviceRange;
+using store::DeviceRecord;
+using store::DeviceState;
+using store::RecoverOptions;
+using store::RecoverProgress;
+using store::StripePage;
+using store::StripeRows;
+
+namespace {
+
+constexpr char kPausedKey[] = "repair/paused";
+constexpr char kRateKey[] = "repair/rate_bytes_per_sec";
+// Stripes fetched from the catalog per page while planning.
+constexpr size_t kPlanPage = 4096;
+
+bool SameWork(const RebuildSpec& a, const RebuildSpec& b) {
+  return a.kind == b.kind && a.device == b.device && a.first_lba == b.first_lba &&
+         a.lba_count == b.lba_count && a.object == b.object;
+}
+
+bool InRange(const BlockRecord& b, const DeviceRange& r) {
+  return b.device == r.device &&
+         (r.lba_count == 0 || (b.lba < r.first_lba + r.lba_count && b.lba + b.lba_count > r.first_lba));
+}
+
+}  // namespace
+
+const char* RebuildKindName(RebuildKind kind) {
+  switch (kind) {
+    case RebuildKind::kEvacuateDevice:
+      return "evacuate-device";
+    case RebuildKind::kMediaRange:
+      return "media-range";
+    case RebuildKind::kRepairObject:
+      return "repair-object";
+  }
+  return "unknown";
+}
+
+const char* RebuildStateName(RebuildState state) {
+  switch (state) {
+    case RebuildState::kQueued:
+      return "queued";
+    case RebuildState::kRunning:
+      return "running";
+    case RebuildState::kDone:
+      return "done";
+    case RebuildState::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+int RebuildPriority(RebuildKind kind) {
+  switch (kind) {
+    case RebuildKind::kEvacuateDevice:
+      return 0;
+    case RebuildKind::kMediaRange:
+      return 1;
+    case RebuildKind::kRepairObject:
+      return 2;
+  }
+  return 3;
+}
+
+// One stripe to repair, and how much redundancy it has left (healthy blocks minus M).
+struct RepairPlanner::Work {
+  int64_t object_id = 0;
+  std::string object;
+  uint64_t stripe = 0;
+  uint32_t redundancy = 0;
+  bool move_only = false;  // every block is healthy; some must move (evacuation, media range)
+  uint32_t parity = 0;
+};
+
+RepairPlanner::RepairPlanner(store::Store* store, const RepairPlannerOptions& options)
+    : store_(store), options_(options), rate_(options.rate_bytes_per_sec) {
+  absl::StatusOr<std::optional<std::string>> paused = store_->GetMeta(kPausedKey);
+  if (paused.ok() && paused->has_value()) paused_ = **paused == "1";
+  absl::StatusOr<std::optional<std::string>> rate = store_->GetMeta(kRateKey);
+  uint64_t value = 0;
+  if (rate.ok() && rate->has_value() && absl::SimpleAtoi(**rate, &value)) rate_ = value;
+  status_.delay = options_.repair_delay;
+  if (paused_) Log(LogLevel::kWarning, "repair is paused (`ecctl repair resume` resumes it)");
+  store_->SetRepairListener([this] { Changed(); });
+  worker_ = std::thread([this] { Loop(); });
+}
+
+RepairPlanner::~RepairPlanner() {
+  store_->SetRepairListener(nullptr);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+void RepairPlanner::Changed() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirty_ = true;
+  }
+  changed_.notify_all();
+}
+
+absl::Status RepairPlanner::SetPaused(bool paused) {
+  if (absl::Status s = store_->SetMeta(kPausedKey, paused ? "1" : "0"); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paused_ = paused;
+  }
+  Log(LogLevel::kInfo, "repair %s", paused ? "paused" : "resumed");
+  changed_.notify_all();
+  return absl::OkStatus();
+}
+
+absl::Status RepairPlanner::SetRate(uint64_t bytes_per_sec) {
+  if (absl::Status s = store_->SetMeta(kRateKey, absl::StrCat(bytes_per_sec)); !s.ok()) return s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rate_ = bytes_per_sec;
+    paced_bytes_ = 0;
+    pace_start_ = absl::Now();
+  }
+  changed_.notify_all();
+  return absl::OkStatus();
+}
+
+uint64_t RepairPlanner::Submit(RebuildSpec spec) {
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [existing, job] : jobs_) {
+      if ((job.state == RebuildState::kQueued || job.state == RebuildState::kRunning) &&
+          SameWork(job.spec, spec)) {
+        return existing;
+      }
+    }
+    id = next_id_++;
+    RebuildJob job;
+    job.id = id;
+    job.priority = RebuildPriority(spec.kind);
+    job.spec = std::move(spec);
+    job.created = absl::Now();
+    Log(LogLevel::kInfo, "rebuild job %d queued: %s (%s)", id, RebuildKindName(job.spec.kind),
+        job.spec.reason);
+    if (job.spec.kind == RebuildKind::kMediaRange) {
+      ranges_.push_back({job.spec.device, job.spec.first_lba, job.spec.lba_count});
+    }
+    if (job.spec.kind != RebuildKind::kRepairObject) {
+      job.state = RebuildState::kRunning;
+      job.started = job.created;
+    }
+    jobs_.emplace(id, std::move(job));
+    dirty_ = true;
+  }
+  const RebuildSpec& s = jobs_.at(id).spec;  // stable: only the worker erases finished jobs
+  if (s.kind == RebuildKind::kEvacuateDevice) {
+    std::vector<DeviceRecord> devices = store_->DeviceRecords();
+    if (s.device < devices.size() && devices[s.device].state == DeviceState::kOnline) {
+      absl::StatusOr<store::DeviceStatus> marked =
+          store_->SetDeviceState(s.device, DeviceState::kFailing);
+      if (!marked.ok()) Finish(id, std::string(marked.status().message()));
+    } else if (s.device >= devices.size()) {
+      Finish(id, absl::StrCat("device ", s.device, " does not exist"));
+    }
+  }
+  changed_.notify_all();
+  return id;
+}
+
+void RepairPlanner::Finish(uint64_t id, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FinishLocked(id, error);
+}
+
+void RepairPlanner::FinishLocked(uint64_t id, const std::string& error) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.state == RebuildState::kDone ||
+      it->second.state == RebuildState::kFailed) {
+    return;
+  }
+  RebuildJob& job = it->second;
+  job.state = error.empty() ? RebuildState::kDone : RebuildState::kFailed;
+  job.error = error;
+  job.finished = absl::Now();
+  if (error.empty()) {
+    Log(LogLevel::kInfo, "rebuild job %d (%s) done", id, RebuildKindName(job.spec.kind));
+  } else {
+    Log(LogLevel::kError, "rebuild job %d (%s) failed: %s", id, RebuildKindName(job.spec.kind),
+        error);
+  }
+  ++finished_counts_[{job.spec.kind, job.state}];
+  finished_.push_back(id);
+  while (finished_.size() > options_.history) {
+    jobs_.erase(finished_.front());
+    finished_.pop_front();
+  }
+  changed_.notify_all();
+}
+
+std::vector<RebuildJob> RepairPlanner::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<RebuildJob> out;
+  for (const auto& [id, job] : jobs_) out.push_back(job);
+  std::sort(out.begin(), out.end(), [](const RebuildJob& a, const RebuildJob& b) {
+    auto rank = [](const RebuildJob& j) {
+      return j.state == RebuildState::kRunning ? 0 : j.state == RebuildState::kQueued ? 1 : 2;
+    };
+    if (rank(a) != rank(b)) return rank(a) < rank(b);
+    if (rank(a) == 1 && a.priority != b.priority) return a.priority < b.priority;
+    return rank(a) == 2 ? a.id > b.id : a.id < b.id;
+  });
+  return out;
+}
+
+std::optional<RebuildJob> RepairPlanner::Get(uint64_t id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second;
+}
+
+RebuildStats RepairPlanner::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RebuildStats out;
+  out.finished = finished_counts_;
+  out.bytes_moved = status_.bytes_repaired;
+  out.last_progress = status_.last_progress;
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == RebuildState::kQueued) ++out.queued;
+    if (job.state == RebuildState::kRunning) ++out.running;
+  }
+  out.eta = EtaLocked();
+  return out;
+}
+
+RepairStatus RepairPlanner::Status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  RepairStatus out = status_;
+  out.paused = paused_;
+  out.rate_bytes_per_sec = rate_;
+  out.stripes_queued = queue_.size() + in_batch_;
+  out.eta = EtaLocked();
+  const absl::Duration active = absl::Now() - activity_start_;
+  if (activity_bytes_ > 0 && active > absl::ZeroDuration()) {
+    out.bytes_per_sec = static_cast<double>(activity_bytes_) / absl::ToDoubleSeconds(active);
+  }
+  return out;
+}
+
+std::optional<absl::Duration> RepairPlanner::EtaLocked() const {
+  const uint64_t left = queue_.size() + in_batch_;
+  if (left == 0 || activity_stripes_ == 0) return std::nullopt;
+  const absl::Duration per_stripe = (absl::Now() - activity_start_) / activity_stripes_;
+  return per_stripe * static_cast<double>(left);
+}
+
+bool RepairPlanner::WaitIdle(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] {
+    if (dirty_ || planning_ || !queue_.empty() || in_batch_ > 0) return false;
+    for (const auto& [id, job] : jobs_) {
+      if (job.state == RebuildState::kQueued || job.state == RebuildState::kRunning) return false;
+    }
+    return true;
+  });
+}
+
+void RepairPlanner::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    const absl::Time now = absl::Now();
+    const absl::Time wake = NextDeadlineLocked(now);
+    const bool runnable = !paused_ && now >= stalled_until_ &&
+                          (!queue_.empty() || NextObjectJobLocked() != 0);
+    if (!dirty_ && !runnable && now < wake) {
+      changed_.wait_for(lock, absl::ToChronoMilliseconds(std::min(wake - now, absl::Seconds(60))));
+      continue;
+    }
+    lock.unlock();
+    if (FailDownDevices() + store_->DownDevicesWithFailingWrites().size() > 0) {
+      lock.lock();
+      dirty_ = true;
+      lock.unlock();
+    }
+    lock.lock();
+    if (dirty_) {
+      dirty_ = false;
+      planning_ = true;
+      lock.unlock();
+      Plan();
+      lock.lock();
+      planning_ = false;
+      changed_.notify_all();
+      continue;
+    }
+    if (paused_ || absl::Now() < stalled_until_) continue;
+    if (!queue_.empty()) {
+      lock.unlock();
+      RunBatch();
+      YieldToClients();
+      lock.lock();
+    } else if (const uint64_t id = NextObjectJobLocked(); id != 0) {
+      lock.unlock();
+      RunObjectJob(id);
+      lock.lock();
+    }
+    changed_.notify_all();
+  }
+}
+
+absl::Time RepairPlanner::NextDeadlineLocked(absl::Time now) const {
+  absl::Time wake = absl::InfiniteFuture();
+  if (stalled_until_ > now) wake = std::min(wake, stalled_until_);
+  for (const DeviceRecord& d : down_) {
+    wake = std::min(wake, absl::FromUnixMillis(d.down_since_unix_ms) + options_.repair_delay);
+  }
+  return wake;
+}
+
+uint64_t RepairPlanner::NextObjectJobLocked() const {
+  for (const auto& [id, job] : jobs_) {
+    if (job.state == RebuildState::kQueued && job.spec.kind == RebuildKind::kRepairObject) {
+      return id;
+    }
+  }
+  return 0;
+}
+
+size_t RepairPlanner::FailDownDevices() {
+  size_t failed = 0;
+  const absl::Time now = absl::Now();
+  for (const DeviceRecord& d : store_->DeviceRecords()) {
+    if (d.state != DeviceState::kDown) continue;
+    const absl::Time since = absl::FromUnixMillis(d.down_since_unix_ms);
+    if (now - since < options_.repair_delay) continue;
+    Log(LogLevel::kError, "device %d has been down since %s (%s): failing it; its blocks are "
+        "rebuilt on the other devices", d.id, absl::FormatTime(since), d.down_reason);
+    absl::StatusOr<store::DeviceStatus> s = store_->SetDeviceState(d.id, DeviceState::kFailed);
+    if (s.ok()) ++failed;
+  }
+  return failed;
+}
+
+void RepairPlanner::Plan() {
+  const std::vector<DeviceRecord> devices = store_->DeviceRecords();
+  std::vector<DeviceRange> ranges;
+  std::vector<DeviceRecord> down;
+  for (const DeviceRecord& d : devices) {
+    if (d.state != DeviceState::kOnline) ranges.push_back({d.id, 0, 0});
+    if (d.state == DeviceState::kDown) down.push_back(d);
+  }
+  std::vector<DeviceRange> media;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    media = ranges_;
+  }
+  ranges.insert(ranges.end(), media.begin(), media.end());
+  auto state_of = [&](uint32_t id) {
+    return id < devices.size() ? devices[id].state : DeviceState::kFailed;
+  };
+  std::vector<Work> queue;
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> degraded;  // K -> redundancy -> stripes
+  std::vector<uint64_t> blocks_on(devices.size(), 0);         // to move, by device
+  std::vector<uint64_t> stripes_in_range(media.size(), 0);
+  uint64_t waiting = 0;
+  uint64_t lost = 0;
+  int64_t after_object = 0;
+  uint64_t after_stripe = 0;
+  for (bool more = true; more;) {
+    absl::StatusOr<StripePage> page =
+        store_->StripesAtRisk(ranges, after_object, after_stripe, kPlanPage);
+    if (!page.ok()) {
+      Log(LogLevel::kError, "repair: cannot plan: %s; trying again", page.status().message());
+      std::lock_guard<std::mutex> lock(mu_);
+      dirty_ = true;
+      stalled_until_ = absl::Now() + absl::Seconds(5);
+      return;
+    }
+    more = page->more;
+    after_object = page->last_object;
+    after_stripe = page->last_stripe;
+    for (const StripeRows& r : page->stripes) {
+      const uint32_t m = r.object.data_blocks;
+      const uint32_t k = r.object.parity_blocks;
+      uint32_t healthy = 0;
+      bool repair = false;
+      bool move = false;
+      for (const BlockRecord& b : r.blocks) {
+        const DeviceState st = state_of(b.device);
+        const bool readable = st == DeviceState::kOnline || st == DeviceState::kFailing;
+        if (readable && !b.corrupt) ++healthy;
+        if (b.corrupt || st == DeviceState::kFailed) repair = true;
+        bool in_media = false;
+        for (size_t i = 0; i < media.size(); ++i) {
+          if (InRange(b, media[i])) {
+            ++stripes_in_range[i];
+            in_media = true;
+          }
+        }
+        if (st == DeviceState::kFailing || in_media) {
+          move = true;
+          if (b.device < blocks_on.size()) ++blocks_on[b.device];
+        }
+      }
+      if (r.blocks.size() < m + k) repair = true;  // a row missing: rebuild it
+      if (healthy < m) {
+        ++lost;
+        continue;
+      }
+      const uint32_t redundancy = healthy - m;
+      if (redundancy < k) ++degraded[k][redundancy];
+      if (!repair && !move) {
+        if (redundancy < k) ++waiting;  // only down devices: within their delay
+        continue;
+      }
+      queue.push_back({r.object.id, r.object.name, r.stripe, redundancy, !repair, k});
+    }
+  }
+  std::sort(queue.begin(), queue.end(), [](const Work& a, const Work& b) {
+    return std::tie(a.redundancy, a.move_only, a.object_id, a.stripe) <
+           std::tie(b.redundancy, b.move_only, b.object_id, b.stripe);
+  });
+  // Evacuations that have nothing left to move end with the device failed.
+  for (const DeviceRecord& d : devices) {
+    if (d.state != DeviceState::kFailing || blocks_on[d.id] > 0) continue;
+    Log(LogLevel::kInfo, "device %d holds no more blocks: evacuated, now failed", d.id);
+    (void)store_->SetDeviceState(d.id, DeviceState::kFailed);
+  }
+  const std::map<uint32_t, uint64_t> totals = store_->StripesByParity();
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_ = std::move(queue);
+  down_ = std::move(down);
+  status_.stripes_waiting = waiting;
+  status_.stripes_lost = lost;
+  SetCensusLocked(totals, degraded);
+  UpdateJobsLocked(devices, media, stripes_in_range, blocks_on);
+  if (!queue_.empty() && activity_stripes_ == 0) activity_start_ = absl::Now();
+  if (queue_.empty()) {
+    activity_stripes_ = 0;
+    activity_bytes_ = 0;
+    status_.stalled.clear();
+  }
+}
+
+void RepairPlanner::SetCensusLocked(
+    const std::map<uint32_t, uint64_t>& totals,
+    const std::map<uint32_t, std::map<uint32_t, uint64_t>>& degraded) {
+  census_totals_ = totals;
+  census_degraded_ = degraded;
+  RecountLocked();
+}
+
+void RepairPlanner::RecountLocked() {
+  uint32_t max_k = 0;
+  for (const auto& [k, n] : census_totals_) max_k = std::max(max_k, k);
+  std::vector<uint64_t> levels(census_totals_.empty() ? 0 : max_k + 1, 0);
+  for (const auto& [k, n] : census_totals_) {
+    uint64_t below = 0;
+    auto it = census_degraded_.find(k);
+    if (it != census_degraded_.end()) {
+      for (const auto& [r, count] : it->second) {
+        if (r < levels.size()) levels[r] += count;
+        below += count;
+      }
+    }
+    levels[k] += n > below ? n - below : 0;
+  }
+  status_.stripes_by_redundancy = std::move(levels);
+}
+
+void RepairPlanner::UpdateJobsLocked(const std::vector<DeviceRecord>& devices,
+                                     const std::vector<DeviceRange>& media,
+                                     const std::vector<uint64_t>& stripes_in_range,
+                                     const std::vector<uint64_t>& blocks_on) {
+  std::vector<uint64_t> done;
+  for (auto& [id, job] : jobs_) {
+    if (job.state != RebuildState::kRunning) continue;
+    if (job.spec.kind == RebuildKind::kEvacuateDevice) {
+      const uint32_t d = job.spec.device;
+      const uint64_t left = d < blocks_on.size() ? blocks_on[d] : 0;
+      job.objects_total = std::max(job.objects_total, left);
+      job.objects_done = job.objects_total - left;
+      if (d < devices.size() && left == 0 &&
+          (devices[d].state == DeviceState::kFailing || devices[d].state == DeviceState::kFailed)) {
+        done.push_back(id);
+      }
+    } else if (job.spec.kind == RebuildKind::kMediaRange) {
+      for (size_t i = 0; i < media.size(); ++i) {
+        if (media[i].device != job.spec.device || media[i].first_lba != job.spec.first_lba ||
+            media[i].lba_count != job.spec.lba_count) {
+          continue;
+        }
+        job.objects_total = std::max(job.objects_total, stripes_in_range[i]);
+        job.objects_done = job.objects_total - stripes_in_range[i];
+        if (stripes_in_range[i] == 0) done.push_back(id);
+      }
+    }
+  }
+  for (uint64_t id : done) {
+    const RebuildSpec spec = jobs_[id].spec;
+    if (spec.kind == RebuildKind::kMediaRange) {
+      ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
+                                   [&](const DeviceRange& r) {
+                                     return r.device == spec.device &&
+                                            r.first_lba == spec.first_lba &&
+                                            r.lba_count == spec.lba_count;
+                                   }),
+                    ranges_.end());
+    }
+    FinishLocked(id, "");
+  }
+}
+
+void RepairPlanner::RunBatch() {
+  std::vector<Work> batch;
+  std::vector<DeviceRange> media;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Work& head = queue_.front();
+    size_t n = 0;
+    while (n < queue_.size() && n < options_.batch_stripes &&
+           queue_[n].object_id == head.object_id && queue_[n].redundancy == head.redundancy &&
+           queue_[n].move_only == head.move_only) {
+      ++n;
+    }
+    batch.assign(queue_.begin(), queue_.begin() + static_cast<long>(n));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<long>(n));
+    in_batch_ = n;
+    media = ranges_;
+  }
+  std::vector<bool> failing;
+  for (const DeviceRecord& d : store_->DeviceRecords()) {
+    failing.push_back(d.state == DeviceState::kFailing);
+  }
+  RecoverOptions options;
+  options.check_all = false;
+  options.rebuild_down = false;
+  for (const Work& w : batch) options.stripes.push_back(w.stripe);
+  std::sort(options.stripes.begin(), options.stripes.end());
+  options.evict = [failing, media](const BlockRecord& b) {
+    if (b.device < failing.size() && failing[b.device]) return true;
+    for (const DeviceRange& r : media) {
+      if (InRange(b, r)) return true;
+    }
+    return false;
+  };
+  options.cancelled = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  };
+  uint64_t reported = 0;
+  absl::StatusOr<RecoverProgress> p = store_->Recover(
+      batch.front().object,
+      [&](const RecoverProgress& now) {
+        Pace(now.bytes_rebuilt - reported);
+        reported = now.bytes_rebuilt;
+      },
+      options);
+  Finished(batch, p);
+}
+
+void RepairPlanner::Pace(uint64_t bytes) {
+  absl::Duration delay;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    paced_bytes_ += bytes;
+    if (rate_ == 0) return;
+    const absl::Duration due = absl::Seconds(static_cast<double>(paced_bytes_) / rate_);
+    delay = std::min(due - (absl::Now() - pace_start_), absl::Seconds(5));
+  }
+  if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
+}
+
+void RepairPlanner::Finished(const std::vector<Work>& batch,
+                             const absl::StatusOr<RecoverProgress>& p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  in_batch_ = 0;
+  const Work& head = batch.front();
+  if (!p.ok() && absl::IsNotFound(p.status())) return;  // deleted meanwhile
+  if (!p.ok() && !absl::IsDataLoss(p.status())) {
+    Log(LogLevel::kError, "repair of %d stripes of %s: %s", batch.size(), head.object,
+        p.status().message());
+    status_.stalled = std::string(p.status().message());
+    if (absl::IsResourceExhausted(p.status())) {
+      stalled_until_ = absl::Now() + options_.stall_retry;
+    } else if (absl::IsCancelled(p.status())) {
+      return;
+    }
+    dirty_ = true;  // plan again: what failed (a device, room) changes the order
+    return;
+  }
+  if (!p.ok()) status_.stalled.clear();
+  const uint64_t n = batch.size();
+  const uint64_t bytes = p.ok() ? p->bytes_rebuilt : 0;
+  ++batches_;
+  RepairStatus::Level& level = status_.repaired_by_redundancy[head.redundancy];
+  if (level.stripes == 0) level.first_batch = batches_;
+  level.last_batch = batches_;
+  level.stripes += n;
+  status_.stripes_repaired += n;
+  if (p.ok()) {
+    status_.blocks_repaired += p->blocks_rebuilt;
+    status_.bytes_repaired += bytes;
+    status_.stalled.clear();
+  } else {
+    dirty_ = true;  // some stripes were lost: count them afresh
+  }
+  status_.last_progress = absl::Now();
+  activity_stripes_ += n;
+  activity_bytes_ += bytes;
+  // The census: these stripes are whole again.
+  auto it = census_degraded_.find(head.parity);
+  if (it != census_degraded_.end() && !head.move_only) {
+    uint64_t& at = it->second[head.redundancy];
+    at = at > n ? at - n : 0;
+    RecountLocked();
+  }
+  if (queue_.empty()) dirty_ = true;  // confirm from the catalog, finish jobs
+}
+
+void RepairPlanner::YieldToClients() {
+  const absl::Time until = absl::Now() + options_.yield_to_clients;
+  while (store_->memory_budget().waiting() > 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+}
+
+void RepairPlanner::RunObjectJob(uint64_t id) {
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RebuildJob& job = jobs_[id];
+    job.state = RebuildState::kRunning;
+    job.started = absl::Now();
+    job.objects_total = 1;
+    name = job.spec.object;
+  }
+  RecoverOptions options;
+  options.cancelled = [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stop_;
+  };
+  uint64_t reported = 0;
+  absl::StatusOr<RecoverProgress> p = store_->Recover(
+      name,
+      [&](const RecoverProgress& now) {
+        Pace(now.bytes_rebuilt - reported);
+        reported = now.bytes_rebuilt;
+        std::lock_guard<std::mutex> lock(mu_);
+        RebuildJob& job = jobs_[id];
+        job.blocks_checked = now.blocks_checked;
+        job.blocks_moved = now.blocks_rebuilt;
+        job.bytes_moved = now.bytes_rebuilt;
+        status_.last_progress = absl::Now();
+      },
+      options);
+  std::lock_guard<std::mutex> lock(mu_);
+  RebuildJob& job = jobs_[id];
+  job.objects_done = 1;
+  if (p.ok()) {
+    job.blocks_checked = p->blocks_checked;
+    job.blocks_moved = p->blocks_rebuilt;
+    job.bytes_moved = p->bytes_rebuilt;
+    status_.blocks_repaired += p->blocks_rebuilt;
+    status_.bytes_repaired += p->bytes_rebuilt;
+  }
+  FinishLocked(id, p.ok() || absl::IsNotFound(p.status())
+                       ? ""
+                       : absl::StrCat(name, ": ", p.status().message()));
+}
+
+}  // namespace ecd::repair

@@ -1,0 +1,327 @@
+// Store: the health of its devices. Opening them at start-up with their labels checked, the
+// guard against starting with too many missing, down and replaced devices, and devices whose
+// writes keep failing.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "lib/store/device_label.h"
+#include "lib/store/store.h"
+#include "lib/store/store_device.h"
+#include "lib/util/log.h"
+
+namespace ecd::store {
+namespace {
+
+std::string LabelKey(uint32_t id) { return absl::StrCat("device_label/", id); }
+
+// A device that cannot be used at start-up, and why.
+struct Unusable {
+  uint32_t id;
+  std::string path;
+  std::string why;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord& r, bool create,
+                                                             std::optional<uint64_t> label_lba) {
+  const std::string path = DevicePath(options_.data_dir, r.path);
+  absl::StatusOr<std::unique_ptr<Namespace>> ns =
+      options_.namespace_factory(path, r.size_bytes, r.lba_size, create);
+  if (!ns.ok()) return ns.status();
+  if ((*ns)->lba_count() * r.lba_size < r.size_bytes) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("its namespace holds ", (*ns)->lba_count() * r.lba_size, " bytes, fewer than the ",
+                     r.size_bytes, " it was created with: it was cut short or replaced"));
+  }
+  if (!label_lba) return ns;
+  std::vector<uint8_t> lba(r.lba_size);
+  if (absl::Status s = (*ns)->Read(*label_lba, absl::MakeSpan(lba)); !s.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("its label (LBA ", *label_lba, ") cannot be read: ", s.message()));
+  }
+  absl::StatusOr<DeviceLabel> label = DecodeDeviceLabel(lba);
+  if (!label.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        label.status().message(), absl::IsNotFound(label.status())
+                                      ? "; the namespace was replaced or wiped (`ecctl device "
+                                        "replace` takes a blank namespace into the slot)"
+                                      : ""));
+  }
+  if (label->store_id != store_id_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "its label says it belongs to store ", label->store_id, ", not this one (", store_id_,
+        "): a namespace of another data dir is at this path"));
+  }
+  if (label->device != r.id) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "its label says it is device ", label->device, ": namespaces were swapped; put each "
+        "back at its own path"));
+  }
+  if (label->size_bytes != r.size_bytes || label->lba_size != r.lba_size) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "its label says ", label->size_bytes, " bytes of ", label->lba_size,
+        "-byte LBAs, the catalog ", r.size_bytes, " of ", r.lba_size));
+  }
+  return ns;
+}
+
+absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
+                                const std::set<uint32_t>& new_ids) {
+  std::vector<std::unique_ptr<Namespace>> opened(records.size());
+  std::vector<std::optional<uint64_t>> label_lbas(records.size());
+  std::vector<Unusable> unusable;
+  for (DeviceRecord& r : records) {
+    if (r.lba_size != options_.lba_size) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device ", r.id, " was created with ", r.lba_size, "-byte LBAs but --lba-size is ",
+          options_.lba_size, "; start ecd with --lba-size ", r.lba_size, " for this data dir"));
+    }
+    const size_t at = static_cast<size_t>(&r - records.data());
+    if (r.id != at) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("catalog device ids are not dense (found ", r.id, " at position ", at, ")"));
+    }
+    absl::StatusOr<std::optional<std::string>> lba = catalog_->GetMeta(LabelKey(r.id));
+    if (!lba.ok()) return lba.status();
+    uint64_t value = 0;
+    if (lba->has_value() && absl::SimpleAtoi(**lba, &value)) label_lbas[at] = value;
+    absl::StatusOr<std::unique_ptr<Namespace>> ns =
+        OpenDevice(r, new_ids.count(r.id) > 0, label_lbas[at]);
+    if (ns.ok()) {
+      opened[at] = std::move(*ns);
+    } else if (r.state != DeviceState::kFailed) {
+      unusable.push_back({r.id, DevicePath(options_.data_dir, r.path),
+                          std::string(ns.status().message())});
+    }
+  }
+  // Guard: more unusable devices than the fewest parity blocks of any object is likelier a
+  // missing mount or a wrong path than that many dead disks. Change nothing and say so.
+  absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
+  if (!census.ok()) return census.status();
+  if (!unusable.empty() && !census->empty() &&
+      unusable.size() > census->begin()->first && !options_.start_with_missing_devices) {
+    std::vector<std::string> each;
+    for (const Unusable& u : unusable) {
+      each.push_back(absl::StrCat("device ", u.id, " (", u.path, "): ", u.why));
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        unusable.size(), " devices cannot be used, more than the ", census->begin()->first,
+        " parity blocks of the least protected object: ", absl::StrJoin(each, "; "),
+        ". Nothing was marked down or failed. Check mounts and paths and start again; if the "
+        "devices are really gone, start with --start-with-missing-devices"));
+  }
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  for (const Unusable& u : unusable) {
+    DeviceRecord& r = records[u.id];
+    Log(LogLevel::kError,
+        "device %d (%s) cannot be used: %s; it is down. Its blocks are served from the other "
+        "devices and rebuilt elsewhere after the repair delay unless it comes back",
+        u.id, u.path, u.why);
+    if (r.state == DeviceState::kDown) continue;  // Keeps the time it first went down.
+    if (absl::Status s = catalog_->SetDeviceDown(u.id, now_ms, u.why); !s.ok()) return s;
+    r.state = DeviceState::kDown;
+    r.down_since_unix_ms = now_ms;
+    r.down_reason = u.why;
+  }
+  for (DeviceRecord& r : records) {
+    const size_t at = r.id;
+    if (opened[at] != nullptr && r.state == DeviceState::kDown) {
+      Log(LogLevel::kInfo, "device %d is back; it is online again and nothing was rebuilt", r.id);
+      if (absl::Status s = catalog_->SetDeviceState(r.id, DeviceState::kOnline); !s.ok()) return s;
+      r.state = DeviceState::kOnline;
+      r.down_since_unix_ms = 0;
+      r.down_reason.clear();
+    }
+    devices_.push_back(std::make_unique<Device>(r, std::move(opened[at])));
+    devices_.back()->label_lba = label_lbas[at];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Store::WriteLabel(uint32_t id, uint64_t lba) {
+  std::shared_ptr<Namespace> ns;
+  DeviceRecord r;
+  {
+    std::lock_guard lock(mu_);
+    ns = devices_[id]->ns;
+    r = devices_[id]->record;
+  }
+  std::vector<uint8_t> bytes(r.lba_size, 0);
+  const std::vector<uint8_t> label = EncodeDeviceLabel(
+      {.store_id = store_id_,
+       .device = id,
+       .size_bytes = r.size_bytes,
+       .lba_size = r.lba_size,
+       .created_unix_ms = absl::ToUnixMillis(absl::Now())});
+  std::copy(label.begin(), label.end(), bytes.begin());
+  if (absl::Status s = ns->Write(lba, bytes); !s.ok()) return s;
+  if (absl::Status s = ns->Flush(); !s.ok()) return s;
+  return catalog_->SetMeta(LabelKey(id), absl::StrCat(lba));
+}
+
+absl::Status Store::LabelDevices() {
+  for (auto& d : devices_) {
+    std::optional<uint64_t> lba;
+    {
+      std::lock_guard lock(mu_);
+      if (d->label_lba || d->ns == nullptr || d->record.state == DeviceState::kFailed) continue;
+      lba = d->allocator.Allocate(1);
+    }
+    if (!lba) {
+      Log(LogLevel::kWarning, "device %d has no free LBA for its label; it is not labelled",
+          d->record.id);
+      continue;
+    }
+    if (absl::Status s = WriteLabel(d->record.id, *lba); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("writing the label of device ", d->record.id,
+                                                 ": ", s.message()));
+    }
+    std::lock_guard lock(mu_);
+    d->label_lba = lba;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DeviceStatus> Store::MarkDeviceDown(uint32_t id, const std::string& reason) {
+  if (id >= devices_.size()) return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
+  {
+    std::lock_guard transition(state_mu_);
+    Device& d = *devices_[id];
+    {
+      std::lock_guard lock(mu_);
+      if (d.record.state == DeviceState::kFailed || d.record.state == DeviceState::kDown) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("device ", id, " is already ", DeviceStateName(d.record.state)));
+      }
+    }
+    const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+    if (absl::Status s = catalog_->SetDeviceDown(id, now_ms, reason); !s.ok()) return s;
+    std::lock_guard lock(mu_);
+    d.record.state = DeviceState::kDown;
+    d.record.down_since_unix_ms = now_ms;
+    d.record.down_reason = reason;
+  }
+  Log(LogLevel::kError, "device %d is down: %s", id, reason);
+  NotifyRepair();
+  absl::StatusOr<std::vector<DeviceStatus>> all = ListDevices();
+  if (!all.ok()) return all.status();
+  return (*all)[id];
+}
+
+absl::StatusOr<DeviceStatus> Store::ReplaceDevice(uint32_t id) {
+  if (id >= devices_.size()) {
+    return absl::NotFoundError(absl::StrCat("device ", id, " not found; devices are 0..",
+                                            devices_.size() - 1, " (`ecctl device ls`)"));
+  }
+  {
+    std::lock_guard transition(state_mu_);
+    Device& d = *devices_[id];
+    DeviceRecord r;
+    {
+      std::lock_guard lock(mu_);
+      r = d.record;
+    }
+    if (r.state != DeviceState::kFailed && r.state != DeviceState::kDown) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device ", id, " is ", DeviceStateName(r.state),
+          "; only a failed or down device can be replaced (`ecctl device fail ", id,
+          "` first, or `ecctl device evacuate ", id, "` to move its blocks off while it reads)"));
+    }
+    const std::string path = DevicePath(options_.data_dir, r.path);
+    std::error_code ec;
+    std::filesystem::remove(path, ec);  // A block device path is not removed: it is reused.
+    absl::StatusOr<std::unique_ptr<Namespace>> ns =
+        OpenDevice(r, /*create=*/true, /*label_lba=*/std::nullopt);
+    if (!ns.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "device ", id, "'s new namespace cannot be opened: ", ns.status().message()));
+    }
+    uint64_t lba;
+    {
+      std::lock_guard lock(mu_);
+      d.ns = std::move(*ns);
+      lba = d.label_lba.value_or(0);
+    }
+    if (absl::Status s = WriteLabel(id, lba); !s.ok()) return s;
+    if (absl::Status s = catalog_->ReplaceDevice(id); !s.ok()) return s;
+    std::lock_guard lock(mu_);
+    d.label_lba = lba;
+    d.record.state = DeviceState::kOnline;
+    d.record.down_since_unix_ms = 0;
+    d.record.down_reason.clear();
+    d.write_errors_in_a_row = 0;
+  }
+  Log(LogLevel::kInfo, "device %d was replaced by a blank namespace; its blocks are rebuilt", id);
+  NotifyRepair();
+  absl::StatusOr<std::vector<DeviceStatus>> all = ListDevices();
+  if (!all.ok()) return all.status();
+  return (*all)[id];
+}
+
+Namespace::Done Store::TrackWrite(uint32_t device, Namespace::Done done) {
+  return [this, device, done = std::move(done)](absl::Status s) mutable {
+    Device& d = *devices_[device];
+    if (s.ok()) {
+      d.write_errors_in_a_row.store(0, std::memory_order_relaxed);
+    } else if (d.write_errors_in_a_row.fetch_add(1, std::memory_order_relaxed) + 1 ==
+               options_.write_errors_to_down) {
+      NotifyRepair();
+    }
+    done(std::move(s));
+  };
+}
+
+std::vector<uint32_t> Store::DownDevicesWithFailingWrites() {
+  std::vector<uint32_t> out;
+  if (options_.write_errors_to_down == 0) return out;
+  for (auto& d : devices_) {
+    const uint32_t errors = d->write_errors_in_a_row.load(std::memory_order_relaxed);
+    if (errors < options_.write_errors_to_down) continue;
+    absl::StatusOr<DeviceStatus> s = MarkDeviceDown(
+        d->record.id, absl::StrCat(errors, " writes in a row failed"));
+    if (s.ok()) out.push_back(d->record.id);
+    d->write_errors_in_a_row.store(0, std::memory_order_relaxed);
+  }
+  return out;
+}
+
+std::vector<DeviceRecord> Store::DeviceRecords() {
+  std::lock_guard lock(mu_);
+  std::vector<DeviceRecord> out;
+  for (const auto& d : devices_) out.push_back(d->record);
+  return out;
+}
+
+void Store::SetRepairListener(std::function<void()> fn) {
+  std::lock_guard lock(mu_);
+  repair_listener_ = std::move(fn);
+}
+
+void Store::NotifyRepair() {
+  std::function<void()> listener;
+  {
+    std::lock_guard lock(mu_);
+    listener = repair_listener_;
+  }
+  if (listener) listener();
+}
+
+std::map<uint32_t, uint64_t> Store::StripesByParity() const {
+  std::lock_guard lock(census_mu_);
+  return stripes_by_parity_;
+}
+
+void Store::CountStripes(uint32_t parity, int64_t delta) {
+  std::lock_guard lock(census_mu_);
+  uint64_t& n = stripes_by_parity_[parity];
+  n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta);
+  if (n == 0) stripes_by_parity_.erase(parity);
+}
+
+}  // namespace ecd::store
