@@ -15,6 +15,9 @@
 
 namespace ecd::repair {
 
+using store::TempStoreTest;
+
+
 
 namespace {
 

@@ -8,8 +8,15 @@
 
 namespace ecd::repair {
 
-using store::DeviceState;
 using store::BlockRecord;
+using store::DeviceState;
+using store::EncodeParams;
+using store::RandomBytes;
+using store::TempStoreTest;
+using store::VectorSink;
+using store::VectorSource;
+
+
 namespace {
 
 class EventPolicyTest : public TempStoreTest {

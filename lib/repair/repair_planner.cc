@@ -84,6 +84,7 @@ struct RepairPlanner::Work {
   uint32_t redundancy = 0;
   bool move_only = false;  // every block is healthy; some must move (evacuation, media range)
   uint32_t parity = 0;
+  int64_t move_device = -1;  // the device a block must move off, if any: credited to its job
 };
 
 RepairPlanner::RepairPlanner(store::Store* store, const RepairPlannerOptions& options)
@@ -401,6 +402,7 @@ void RepairPlanner::Plan() {
       uint32_t healthy = 0;
       bool repair = false;
       bool move = false;
+      int64_t move_device = -1;
       for (const BlockRecord& b : r.blocks) {
         const DeviceState st = state_of(b.device);
         const bool readable = st == DeviceState::kOnline || st == DeviceState::kFailing;
@@ -415,6 +417,7 @@ void RepairPlanner::Plan() {
         }
         if (st == DeviceState::kFailing || in_media) {
           move = true;
+          move_device = b.device;
           if (b.device < blocks_on.size()) ++blocks_on[b.device];
         }
       }
@@ -429,7 +432,7 @@ void RepairPlanner::Plan() {
         if (redundancy < k) ++waiting;  // only down devices: within their delay
         continue;
       }
-      queue.push_back({r.object.id, r.object.name, r.stripe, redundancy, !repair, k});
+      queue.push_back({r.object.id, r.object.name, r.stripe, redundancy, !repair, k, move_device});
     }
   }
   std::sort(queue.begin(), queue.end(), [](const Work& a, const Work& b) {
@@ -618,6 +621,7 @@ void RepairPlanner::Finished(const std::vector<Work>& batch,
     status_.blocks_repaired += p->blocks_rebuilt;
     status_.bytes_repaired += bytes;
     status_.stalled.clear();
+    CreditJobsLocked(head.move_device, *p);
   } else {
     dirty_ = true;  // some stripes were lost: count them afresh
   }
@@ -632,6 +636,20 @@ void RepairPlanner::Finished(const std::vector<Work>& batch,
     RecountLocked();
   }
   if (queue_.empty()) dirty_ = true;  // confirm from the catalog, finish jobs
+}
+
+void RepairPlanner::CreditJobsLocked(int64_t device, const RecoverProgress& p) {
+  if (device < 0) return;
+  for (auto& [id, job] : jobs_) {
+    if (job.state != RebuildState::kRunning || job.spec.kind == RebuildKind::kRepairObject ||
+        job.spec.device != static_cast<uint32_t>(device)) {
+      continue;
+    }
+    job.blocks_checked += p.blocks_checked;
+    job.blocks_moved += p.blocks_rebuilt;
+    job.bytes_moved += p.bytes_rebuilt;
+    return;  // once: the oldest job on that device
+  }
 }
 
 void RepairPlanner::YieldToClients() {

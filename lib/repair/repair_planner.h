@@ -175,6 +175,8 @@ class RepairPlanner {
   void RunBatch();
   void Finished(const std::vector<Work>& batch, const absl::StatusOr<store::RecoverProgress>& p);
   void RunObjectJob(uint64_t id);
+  // Adds a batch's moves to the running evacuation or media-range job of `device` (-1: none).
+  void CreditJobsLocked(int64_t device, const store::RecoverProgress& p);
   // Sleeps as long as `bytes` more keep the repair within its rate.
   void Pace(uint64_t bytes);
   // Waits, up to options_.yield_to_clients, while client requests wait for stripe memory.

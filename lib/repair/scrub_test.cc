@@ -16,8 +16,15 @@
 namespace ecd::repair {
 
 using store::BlockRecord;
+using store::BlockStatus;
 using store::Catalog;
 using store::Crc32c;
+using store::RandomBytes;
+using store::TempStoreTest;
+using store::VectorSink;
+using store::VectorSource;
+
+
 namespace {
 
 class ScrubTest : public TempStoreTest {

@@ -14,7 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "lib/store/scrubber.h"
+#include "lib/repair/scrubber.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -394,12 +394,14 @@ class FaultStoreTest : public TempStoreTest {
 };
 
 TEST_F(FaultStoreTest, ReadsAreDegradedButExactWhenADeviceFailsEveryRead) {
-  OpenWithFaults({{2, Rules("read:eio")}});
+  OpenWithFaults({});
   std::vector<std::vector<uint8_t>> objects;
   for (uint32_t i = 0; i < 4; ++i) {
     objects.push_back(RandomBytes(50000 + 777 * i, 100 + i));
     ASSERT_TRUE(Put(absl::StrCat("o", i), objects.back()).ok());
   }
+  // Every read fails from now on. (At an open, the label would not read: the device is down.)
+  registry_->Get(2)->SetRules(Rules("read:eio"));
   uint32_t reconstructed = 0;
   for (uint32_t i = 0; i < objects.size(); ++i) {
     VectorSink sink;
@@ -626,8 +628,8 @@ TEST_F(FaultStoreTest, RandomFaultsNeverLoseAnAcknowledgedUpdate) {
   registry_->SetRules(5, {});
   // Without the faults: byte-exact, and every stripe's parity matches its data.
   EXPECT_EQ(Get("o").value(), model);
-  Scrubber scrubber(store_.get(), ScrubberOptions{.interval = absl::ZeroDuration()});
-  auto report = scrubber.ScrubNow({"o"}, ScrubOptions{.repair = false}, nullptr, nullptr);
+  repair::Scrubber scrubber(store_.get(), repair::ScrubberOptions{.interval = absl::ZeroDuration()});
+  auto report = scrubber.ScrubNow({"o"}, repair::ScrubOptions{.repair = false}, nullptr, nullptr);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->found.parity_mismatches, 0u);
   EXPECT_EQ(report->found.blocks_corrupt, 0u);

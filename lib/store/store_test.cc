@@ -274,9 +274,13 @@ TEST_F(StoreTest, AReplacedDeviceIsReopenedAndRefilled) {
   ASSERT_TRUE(Put("r", data).ok());
   ASSERT_TRUE(store_->SetDeviceState(3, DeviceState::kFailed).ok());
   std::filesystem::remove(dir_ / "devices" / "nvme3.ns");  // The operator swaps the disk.
-  ASSERT_TRUE(store_->SetDeviceState(3, DeviceState::kOnline).ok());
+  // A blank namespace is never taken for the old one...
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->SetDeviceState(3, DeviceState::kOnline).status()));
+  // ...but replaces it when the operator says so.
+  ASSERT_TRUE(store_->ReplaceDevice(3).ok());
   ASSERT_TRUE(std::filesystem::exists(dir_ / "devices" / "nvme3.ns"));
-  auto back = Get("r");  // Device 3's blocks are blank now: they fail their CRC and are rebuilt.
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->ReplaceDevice(3).status()));  // online now
+  auto back = Get("r");  // Device 3's blocks are blank now: marked corrupt, rebuilt to serve.
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, data);
   auto p = store_->Recover("r", nullptr);
@@ -314,7 +318,7 @@ TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
   auto devices = store_->ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[1].blocks, 0u);
-  EXPECT_EQ((*devices)[1].used_bytes, 0u);
+  EXPECT_EQ((*devices)[1].used_bytes, 4096u);  // its label
   auto back = Get("f");
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, data);

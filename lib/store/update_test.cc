@@ -507,7 +507,7 @@ TEST(CatalogMigrationTest, Version1CatalogGetsObjectVersions) {
                                nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(stmt), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "2");
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0)), "3");
   sqlite3_finalize(stmt);
   sqlite3_close(db);
   auto again = Catalog::Open(path);  // Opening a version 2 catalog migrates nothing.
