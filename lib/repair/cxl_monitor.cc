@@ -10,7 +10,6 @@
 
 namespace ecd::repair {
 
-
 namespace {
 
 // "Memory Module" -> "memory_module": a name as a metric label value.

@@ -17,8 +17,6 @@ namespace ecd::repair {
 
 using store::TempStoreTest;
 
-
-
 namespace {
 
 class CxlMonitorTest : public TempStoreTest {};

@@ -7,8 +7,8 @@
 namespace ecd::repair {
 
 using store::DeviceState;
-using store::Store;
 using store::DeviceStatus;
+using store::Store;
 
 const char* PolicyActionName(PolicyAction a) {
   switch (a) {
@@ -35,8 +35,7 @@ absl::StatusOr<PolicyAction> ParsePolicyAction(const std::string& name) {
       "unknown CXL policy action \"", name, "\"; use ignore, count, rebuild, evacuate or fail"));
 }
 
-EventPolicy::EventPolicy(Store* store, RepairPlanner* rebuilds,
-                         const EventPolicyOptions& options)
+EventPolicy::EventPolicy(Store* store, RepairPlanner* rebuilds, const EventPolicyOptions& options)
     : store_(store), rebuilds_(rebuilds), options_(options) {}
 
 std::pair<PolicyAction, std::string> EventPolicy::Decide(const HealthEvent& e) const {

@@ -16,7 +16,6 @@ using store::TempStoreTest;
 using store::VectorSink;
 using store::VectorSource;
 
-
 namespace {
 
 class EventPolicyTest : public TempStoreTest {

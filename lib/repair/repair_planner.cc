@@ -3,9 +3,11 @@
 #include "lib/repair/repair_planner.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {
@@ -26,14 +28,21 @@ constexpr char kRateKey[] = "repair/rate_bytes_per_sec";
 // Stripes fetched from the catalog per page while planning.
 constexpr size_t kPlanPage = 4096;
 
+constexpr char kMediaPrefix[] = "repair/media_range/";
+
+// The meta key of a media range still to move: repair/media_range/<device>/<first>/<count>.
+std::string MediaKey(const DeviceRange& r) {
+  return absl::StrCat(kMediaPrefix, r.device, "/", r.first_lba, "/", r.lba_count);
+}
+
 bool SameWork(const RebuildSpec& a, const RebuildSpec& b) {
   return a.kind == b.kind && a.device == b.device && a.first_lba == b.first_lba &&
          a.lba_count == b.lba_count && a.object == b.object;
 }
 
 bool InRange(const BlockRecord& b, const DeviceRange& r) {
-  return b.device == r.device &&
-         (r.lba_count == 0 || (b.lba < r.first_lba + r.lba_count && b.lba + b.lba_count > r.first_lba));
+  return b.device == r.device && (r.lba_count == 0 || (b.lba < r.first_lba + r.lba_count &&
+                                                       b.lba + b.lba_count > r.first_lba));
 }
 
 }  // namespace
@@ -95,6 +104,7 @@ RepairPlanner::RepairPlanner(store::Store* store, const RepairPlannerOptions& op
   uint64_t value = 0;
   if (rate.ok() && rate->has_value() && absl::SimpleAtoi(**rate, &value)) rate_ = value;
   status_.delay = options_.repair_delay;
+  ResumeMediaRanges();
   if (paused_) Log(LogLevel::kWarning, "repair is paused (`ecctl repair resume` resumes it)");
   store_->SetRepairListener([this] { Changed(); });
   worker_ = std::thread([this] { Loop(); });
@@ -108,6 +118,32 @@ RepairPlanner::~RepairPlanner() {
   }
   changed_.notify_all();
   worker_.join();
+}
+
+void RepairPlanner::ResumeMediaRanges() {
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> found =
+      store_->MetaWithPrefix(kMediaPrefix);
+  if (!found.ok()) return;
+  for (const auto& [key, reason] : *found) {
+    std::vector<std::string> parts = absl::StrSplit(key.substr(strlen(kMediaPrefix)), '/');
+    RebuildSpec spec;
+    spec.kind = RebuildKind::kMediaRange;
+    if (parts.size() != 3 || !absl::SimpleAtoi(parts[0], &spec.device) ||
+        !absl::SimpleAtoi(parts[1], &spec.first_lba) ||
+        !absl::SimpleAtoi(parts[2], &spec.lba_count)) {
+      continue;
+    }
+    spec.reason = absl::StrCat(reason, " (resumed after a restart)");
+    const uint64_t id = next_id_++;
+    RebuildJob job;
+    job.id = id;
+    job.priority = RebuildPriority(spec.kind);
+    job.spec = spec;
+    job.created = job.started = absl::Now();
+    job.state = RebuildState::kRunning;
+    jobs_.emplace(id, std::move(job));
+    ranges_.push_back({spec.device, spec.first_lba, spec.lba_count});
+  }
 }
 
 void RepairPlanner::Changed() {
@@ -155,7 +191,7 @@ uint64_t RepairPlanner::Submit(RebuildSpec spec) {
     RebuildJob job;
     job.id = id;
     job.priority = RebuildPriority(spec.kind);
-    job.spec = std::move(spec);
+    job.spec = spec;
     job.created = absl::Now();
     Log(LogLevel::kInfo, "rebuild job %d queued: %s (%s)", id, RebuildKindName(job.spec.kind),
         job.spec.reason);
@@ -166,10 +202,15 @@ uint64_t RepairPlanner::Submit(RebuildSpec spec) {
       job.state = RebuildState::kRunning;
       job.started = job.created;
     }
+    spec = job.spec;
     jobs_.emplace(id, std::move(job));
     dirty_ = true;
   }
-  const RebuildSpec& s = jobs_.at(id).spec;  // stable: only the worker erases finished jobs
+  const RebuildSpec& s = spec;
+  if (s.kind == RebuildKind::kMediaRange) {
+    // Kept in the catalog until moved, so that a restart resumes it.
+    (void)store_->SetMeta(MediaKey({s.device, s.first_lba, s.lba_count}), s.reason);
+  }
   if (s.kind == RebuildKind::kEvacuateDevice) {
     std::vector<DeviceRecord> devices = store_->DeviceRecords();
     if (s.device < devices.size() && devices[s.device].state == DeviceState::kOnline) {
@@ -287,8 +328,8 @@ void RepairPlanner::Loop() {
   while (!stop_) {
     const absl::Time now = absl::Now();
     const absl::Time wake = NextDeadlineLocked(now);
-    const bool runnable = !paused_ && now >= stalled_until_ &&
-                          (!queue_.empty() || NextObjectJobLocked() != 0);
+    const bool runnable =
+        !paused_ && now >= stalled_until_ && (!queue_.empty() || NextObjectJobLocked() != 0);
     if (!dirty_ && !runnable && now < wake) {
       changed_.wait_for(lock, absl::ToChronoMilliseconds(std::min(wake - now, absl::Seconds(60))));
       continue;
@@ -350,8 +391,10 @@ size_t RepairPlanner::FailDownDevices() {
     if (d.state != DeviceState::kDown) continue;
     const absl::Time since = absl::FromUnixMillis(d.down_since_unix_ms);
     if (now - since < options_.repair_delay) continue;
-    Log(LogLevel::kError, "device %d has been down since %s (%s): failing it; its blocks are "
-        "rebuilt on the other devices", d.id, absl::FormatTime(since), d.down_reason);
+    Log(LogLevel::kError,
+        "device %d has been down since %s (%s): failing it; its blocks are "
+        "rebuilt on the other devices",
+        d.id, absl::FormatTime(since), d.down_reason);
     absl::StatusOr<store::DeviceStatus> s = store_->SetDeviceState(d.id, DeviceState::kFailed);
     if (s.ok()) ++failed;
   }
@@ -518,6 +561,7 @@ void RepairPlanner::UpdateJobsLocked(const std::vector<DeviceRecord>& devices,
   for (uint64_t id : done) {
     const RebuildSpec spec = jobs_[id].spec;
     if (spec.kind == RebuildKind::kMediaRange) {
+      (void)store_->DeleteMeta(MediaKey({spec.device, spec.first_lba, spec.lba_count}));
       ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
                                    [&](const DeviceRange& r) {
                                      return r.device == spec.device &&

@@ -106,21 +106,21 @@ struct RepairStatus {
     uint64_t stripes = 0;
   };
   std::map<uint32_t, Level> repaired_by_redundancy;
-  double bytes_per_sec = 0;                // recent repair rate
-  std::optional<absl::Duration> eta;       // to full redundancy; nullopt when idle or unknown
-  std::string stalled;                     // why the repair cannot progress; empty if it can
+  double bytes_per_sec = 0;           // recent repair rate
+  std::optional<absl::Duration> eta;  // to full redundancy; nullopt when idle or unknown
+  std::string stalled;                // why the repair cannot progress; empty if it can
   absl::Time last_progress = absl::InfinitePast();
 };
 
 struct RepairPlannerOptions {
-  uint64_t rate_bytes_per_sec = 0;                 // 0: unlimited; persisted changes win
+  uint64_t rate_bytes_per_sec = 0;                  // 0: unlimited; persisted changes win
   absl::Duration repair_delay = absl::Minutes(10);  // down this long: failed and repaired
-  size_t history = 256;                            // finished jobs kept for List/Get
-  uint64_t batch_stripes = 64;                     // stripes of one object per batch
+  size_t history = 256;                             // finished jobs kept for List/Get
+  uint64_t batch_stripes = 64;                      // stripes of one object per batch
   // Between batches, while client requests wait for stripe memory, the repair waits up to
   // this long for them (within its rate): clients first.
   absl::Duration yield_to_clients = absl::Milliseconds(50);
-  absl::Duration stall_retry = absl::Seconds(30);   // after running out of room
+  absl::Duration stall_retry = absl::Seconds(30);  // after running out of room
 };
 
 class RepairPlanner {
@@ -156,6 +156,8 @@ class RepairPlanner {
  private:
   struct Work;  // one stripe to repair
   void Loop();
+  // Queues again the media ranges a previous run had not finished (catalog meta).
+  void ResumeMediaRanges();
   // When the worker must wake without being told: a stall's retry, a down device's delay.
   absl::Time NextDeadlineLocked(absl::Time now) const;
   uint64_t NextObjectJobLocked() const;  // a queued repair-object job, or 0
@@ -190,16 +192,16 @@ class RepairPlanner {
 
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  bool stop_ = false;     // guarded by mu_
-  bool dirty_ = true;     // guarded by mu_: plan again before the next batch
-  bool planning_ = false;  // guarded by mu_
-  bool paused_ = false;   // guarded by mu_
-  uint64_t rate_ = 0;     // guarded by mu_
-  uint64_t paced_bytes_ = 0;              // guarded by mu_: since pace_start_
-  absl::Time pace_start_ = absl::Now();   // guarded by mu_
-  uint64_t next_id_ = 1;                  // guarded by mu_
-  std::map<uint64_t, RebuildJob> jobs_;   // guarded by mu_
-  std::deque<uint64_t> finished_;         // guarded by mu_
+  bool stop_ = false;                    // guarded by mu_
+  bool dirty_ = true;                    // guarded by mu_: plan again before the next batch
+  bool planning_ = false;                // guarded by mu_
+  bool paused_ = false;                  // guarded by mu_
+  uint64_t rate_ = 0;                    // guarded by mu_
+  uint64_t paced_bytes_ = 0;             // guarded by mu_: since pace_start_
+  absl::Time pace_start_ = absl::Now();  // guarded by mu_
+  uint64_t next_id_ = 1;                 // guarded by mu_
+  std::map<uint64_t, RebuildJob> jobs_;  // guarded by mu_
+  std::deque<uint64_t> finished_;        // guarded by mu_
   std::map<std::pair<RebuildKind, RebuildState>, uint64_t> finished_counts_;  // guarded by mu_
   std::vector<store::DeviceRange> ranges_;  // media ranges to move; guarded by mu_
   std::vector<Work> queue_;                 // most at risk first; guarded by mu_
@@ -208,12 +210,12 @@ class RepairPlanner {
   // Stripes by K, and of those the degraded ones by redundancy left; guarded by mu_.
   std::map<uint32_t, uint64_t> census_totals_;
   std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_;
-  RepairStatus status_;                     // guarded by mu_
-  uint64_t batches_ = 0;                    // guarded by mu_
+  RepairStatus status_;   // guarded by mu_
+  uint64_t batches_ = 0;  // guarded by mu_
   // Since the queue last filled: when, and the stripes and bytes repaired (rate, ETA).
-  absl::Time activity_start_ = absl::Now();  // guarded by mu_
-  uint64_t activity_stripes_ = 0;            // guarded by mu_
-  uint64_t activity_bytes_ = 0;              // guarded by mu_
+  absl::Time activity_start_ = absl::Now();          // guarded by mu_
+  uint64_t activity_stripes_ = 0;                    // guarded by mu_
+  uint64_t activity_bytes_ = 0;                      // guarded by mu_
   absl::Time stalled_until_ = absl::InfinitePast();  // guarded by mu_
   std::thread worker_;
 };

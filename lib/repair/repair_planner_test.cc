@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 
+#include "lib/store/fault_namespace.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::repair {
@@ -20,16 +21,16 @@ using store::BlockStatus;
 using store::DeviceState;
 using store::DeviceStatus;
 using store::EncodeParams;
+using store::RandomBytes;
 using store::Store;
 using store::StoreOptions;
 using store::StripeStatus;
 using store::TempStoreTest;
 using store::VectorSink;
 using store::VectorSource;
-using store::RandomBytes;
 namespace {
 
-class RebuildTest : public TempStoreTest {
+class RepairPlannerTest : public TempStoreTest {
  protected:
   void Put(const std::string& name, const std::vector<uint8_t>& data) {
     EncodeParams p;
@@ -66,7 +67,7 @@ class RebuildTest : public TempStoreTest {
   std::map<std::string, std::vector<uint8_t>> model_;
 };
 
-TEST_F(RebuildTest, EvacuationEmptiesTheDeviceAndFailsIt) {
+TEST_F(RepairPlannerTest, EvacuationEmptiesTheDeviceAndFailsIt) {
   for (int i = 0; i < 5; ++i) Put("obj" + std::to_string(i), RandomBytes(20 * 16384 + i, i));
   ASSERT_GT(Device(3).blocks, 0u);
   RepairPlanner scheduler(store_.get(), {});
@@ -90,7 +91,7 @@ TEST_F(RebuildTest, EvacuationEmptiesTheDeviceAndFailsIt) {
   EXPECT_EQ(Device(3).blocks, 0u);
 }
 
-TEST_F(RebuildTest, MediaRangeMovesOnlyOverlappingBlocks) {
+TEST_F(RepairPlannerTest, MediaRangeMovesOnlyOverlappingBlocks) {
   for (int i = 0; i < 3; ++i) Put("obj" + std::to_string(i), RandomBytes(10 * 16384, 10 + i));
   const auto before = Layout();
   // Pick one block on device 2 and report exactly its extent.
@@ -128,7 +129,7 @@ TEST_F(RebuildTest, MediaRangeMovesOnlyOverlappingBlocks) {
   ExpectAllByteExactAndFullyRedundant();
 }
 
-TEST_F(RebuildTest, FailingDevicesResumeAfterRestart) {
+TEST_F(RepairPlannerTest, FailingDevicesResumeAfterRestart) {
   Put("a", RandomBytes(8 * 16384, 5));
   ASSERT_TRUE(store_->SetDeviceState(5, DeviceState::kFailing).ok());
   EXPECT_FALSE(store_->SetDeviceState(5, DeviceState::kFailing).ok());  // only from online
@@ -143,7 +144,7 @@ TEST_F(RebuildTest, FailingDevicesResumeAfterRestart) {
   ExpectAllByteExactAndFullyRedundant();
 }
 
-TEST_F(RebuildTest, RateLimitSpreadsTheWork) {
+TEST_F(RepairPlannerTest, RateLimitSpreadsTheWork) {
   Put("big", RandomBytes(64 * 16384, 6));  // 64 stripes x 6 blocks of 4 KiB
   const uint64_t on_device = Device(1).blocks;
   ASSERT_GT(on_device, 20u);
@@ -163,7 +164,7 @@ TEST_F(RebuildTest, RateLimitSpreadsTheWork) {
 
 // Stats: a running evacuation shows the bytes, a recent last progress and an ETA; finished
 // jobs are counted by kind and result after history forgets them.
-TEST_F(RebuildTest, StatsFollowARunningJobAndCountFinishedOnes) {
+TEST_F(RepairPlannerTest, StatsFollowARunningJobAndCountFinishedOnes) {
   for (int i = 0; i < 4; ++i) Put("obj" + std::to_string(i), RandomBytes(64 * 16384, 20 + i));
   RepairPlannerOptions o;
   o.rate_bytes_per_sec = Device(2).blocks * 4096 / 2;  // about two seconds of work
@@ -208,7 +209,7 @@ TEST_F(RebuildTest, StatsFollowARunningJobAndCountFinishedOnes) {
                                      {{RebuildKind::kEvacuateDevice, RebuildState::kFailed}, 1}}));
 }
 
-TEST_F(RebuildTest, RepairJobsAndBadDevices) {
+TEST_F(RepairPlannerTest, RepairJobsAndBadDevices) {
   Put("x", RandomBytes(16384, 8));
   RepairPlanner scheduler(store_.get(), {});
   RebuildSpec bad;
@@ -229,7 +230,7 @@ TEST_F(RebuildTest, RepairJobsAndBadDevices) {
 }
 
 // Every stripe's blocks: healthy count by stripe of every object in the model.
-TEST_F(RebuildTest, RepairsAFailedDeviceWithNoCommand) {
+TEST_F(RepairPlannerTest, RepairsAFailedDeviceWithNoCommand) {
   for (int i = 0; i < 6; ++i) Put("obj" + std::to_string(i), RandomBytes(9 * 16384 + 7 * i, i));
   RepairPlanner planner(store_.get(), {});
   ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
@@ -245,7 +246,7 @@ TEST_F(RebuildTest, RepairsAFailedDeviceWithNoCommand) {
   EXPECT_EQ(status.stripes_by_redundancy, (std::vector<uint64_t>{0, 0, stripes}));
 }
 
-TEST_F(RebuildTest, StripesWithNoRedundancyLeftGoFirst) {
+TEST_F(RepairPlannerTest, StripesWithNoRedundancyLeftGoFirst) {
   for (int i = 0; i < 8; ++i) Put("obj" + std::to_string(i), RandomBytes(12 * 16384, 30 + i));
   RepairPlanner planner(store_.get(), {});
   ASSERT_TRUE(planner.SetPaused(true).ok());
@@ -273,7 +274,7 @@ TEST_F(RebuildTest, StripesWithNoRedundancyLeftGoFirst) {
   ExpectAllByteExactAndFullyRedundant();
 }
 
-TEST_F(RebuildTest, PauseAndRateSurviveARestart) {
+TEST_F(RepairPlannerTest, PauseAndRateSurviveARestart) {
   {
     RepairPlanner planner(store_.get(), {});
     ASSERT_TRUE(planner.SetPaused(true).ok());
@@ -285,7 +286,7 @@ TEST_F(RebuildTest, PauseAndRateSurviveARestart) {
   EXPECT_EQ(planner.Status().rate_bytes_per_sec, 12345u);
 }
 
-TEST_F(RebuildTest, DownDeviceWaitsForItsDelay) {
+TEST_F(RepairPlannerTest, DownDeviceWaitsForItsDelay) {
   for (int i = 0; i < 4; ++i) Put("obj" + std::to_string(i), RandomBytes(6 * 16384, 50 + i));
   const uint64_t blocks = Device(3).blocks;
   ASSERT_TRUE(store_->MarkDeviceDown(3, "test").ok());
@@ -317,7 +318,7 @@ TEST_F(RebuildTest, DownDeviceWaitsForItsDelay) {
   ExpectAllByteExactAndFullyRedundant();
 }
 
-TEST_F(RebuildTest, ACorruptBlockIsHealedAfterOneRead) {
+TEST_F(RepairPlannerTest, ACorruptBlockIsHealedAfterOneRead) {
   Put("obj", RandomBytes(4 * 16384, 60));
   RepairPlanner planner(store_.get(), {});
   ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
@@ -338,7 +339,7 @@ TEST_F(RebuildTest, ACorruptBlockIsHealedAfterOneRead) {
   EXPECT_EQ(again.reconstructed, 0u);
 }
 
-TEST_F(RebuildTest, TooManyMissingDevicesAtStartUpChangeNothing) {
+TEST_F(RepairPlannerTest, TooManyMissingDevicesAtStartUpChangeNothing) {
   Put("obj", RandomBytes(4 * 16384, 70));
   store_.reset();
   for (int d : {0, 1, 2}) {  // three missing, K is 2
@@ -364,7 +365,7 @@ TEST_F(RebuildTest, TooManyMissingDevicesAtStartUpChangeNothing) {
   EXPECT_EQ(*Get("obj"), model_["obj"]);
 }
 
-TEST_F(RebuildTest, ACutShortOrSwappedNamespaceIsNeverHealthy) {
+TEST_F(RepairPlannerTest, ACutShortOrSwappedNamespaceIsNeverHealthy) {
   Put("obj", RandomBytes(4 * 16384, 80));
   store_.reset();
   const auto ns = [&](int d) { return dir_ / "devices" / ("nvme" + std::to_string(d) + ".ns"); };
@@ -382,6 +383,77 @@ TEST_F(RebuildTest, ACutShortOrSwappedNamespaceIsNeverHealthy) {
       << Device(6).record.down_reason;
   EXPECT_NE(Device(5).record.down_reason.find("cut short"), std::string::npos)
       << Device(5).record.down_reason;
+}
+
+TEST_F(RepairPlannerTest, AVerifyThatFindsABadBlockQueuesItsRepair) {
+  Put("obj", RandomBytes(4 * 16384, 61));
+  RepairPlanner planner(store_.get(), {});
+  ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
+  auto st = *store_->Stat("obj", /*with_blocks=*/true, false);
+  Clobber(st.stripes[2].blocks[5].record, 0x11);  // a parity block: reads never touch it
+  auto verified = store_->Stat("obj", false, /*verify=*/true);
+  ASSERT_TRUE(verified.ok());
+  EXPECT_EQ(verified->degraded_stripes, 1u);
+  ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
+  EXPECT_EQ(store_->Stat("obj", false, /*verify=*/true)->degraded_stripes, 0u);
+  EXPECT_EQ(planner.Status().stripes_repaired, 1u);
+}
+
+TEST_F(RepairPlannerTest, AMediaRangeLeftByAStopIsMovedAfterTheRestart) {
+  Put("obj", RandomBytes(6 * 16384, 62));
+  const auto before = Layout();
+  uint64_t lba = 0;
+  for (const auto& [key, where] : before) {
+    if (where.first == 3) lba = where.second;
+  }
+  {
+    RepairPlanner planner(store_.get(), {});
+    ASSERT_TRUE(planner.SetPaused(true).ok());
+    RebuildSpec spec;
+    spec.kind = RebuildKind::kMediaRange;
+    spec.device = 3;
+    spec.first_lba = lba;
+    spec.lba_count = 1;
+    spec.reason = "test";
+    planner.Submit(spec);
+  }  // stopped before it moved anything (paused)
+  Open();
+  RepairPlanner planner(store_.get(), {});
+  ASSERT_EQ(planner.List().size(), 1u);
+  EXPECT_EQ(planner.List()[0].spec.kind, RebuildKind::kMediaRange);
+  ASSERT_TRUE(planner.SetPaused(false).ok());
+  ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
+  EXPECT_EQ(planner.List()[0].state, RebuildState::kDone);
+  for (const auto& [key, where] : Layout()) {
+    EXPECT_FALSE(where.first == 3 && where.second == lba);
+  }
+  EXPECT_TRUE(store_->MetaWithPrefix("repair/media_range/")->empty());
+}
+
+TEST_F(RepairPlannerTest, ADeviceWhoseWritesKeepFailingGoesDownAndIsRepaired) {
+  std::shared_ptr<store::FaultRegistry> registry;
+  Open(store::FaultInjectingFactory(store::NvmeNamespaceFactory({}), {}, 5, &registry));
+  Put("before", RandomBytes(8 * 16384, 63));
+  registry->Get(2)->SetRules(*store::ParseFaultSpec("write:eio"));
+  RepairPlannerOptions o;
+  o.repair_delay = absl::ZeroDuration();
+  RepairPlanner planner(store_.get(), o);
+  int failed = 0;
+  for (int i = 0; i < 20 && Device(2).record.state == DeviceState::kOnline; ++i) {
+    EncodeParams p;
+    p.name = "try" + std::to_string(i);
+    const std::vector<uint8_t> data = RandomBytes(16384, 100 + i);
+    VectorSource src(data);
+    if (!store_->Encode(p, src).ok()) ++failed;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_GE(failed, 1);
+  EXPECT_LE(failed, 8);
+  ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
+  EXPECT_EQ(Device(2).record.state, DeviceState::kFailed);  // down, then failed at once (delay 0)
+  EXPECT_EQ(Device(2).blocks, 0u);
+  Put("after", RandomBytes(8 * 16384, 64));  // lands on the other devices
+  ExpectAllByteExactAndFullyRedundant();
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "lib/repair/scrubber.h"
 #include "lib/store/catalog.h"
 #include "lib/store/crc32c.h"
-#include "lib/repair/scrubber.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::repair {
@@ -23,7 +23,6 @@ using store::RandomBytes;
 using store::TempStoreTest;
 using store::VectorSink;
 using store::VectorSource;
-
 
 namespace {
 

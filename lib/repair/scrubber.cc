@@ -11,11 +11,11 @@
 
 namespace ecd::repair {
 
+using store::Catalog;
+using store::ObjectStatus;
+using store::RecoverOptions;
 using store::RecoverProgress;
 using store::Store;
-using store::RecoverOptions;
-using store::ObjectStatus;
-using store::Catalog;
 namespace {
 
 // Catalog meta key: when the last background pass finished, in Unix milliseconds.

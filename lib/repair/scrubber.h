@@ -28,7 +28,7 @@ struct ScrubReport {
   uint64_t objects_total = 0;
   uint64_t objects_done = 0;
   std::string current;              // the object being scrubbed now; empty between objects
-  store::RecoverProgress found;            // summed over the objects done and the current one
+  store::RecoverProgress found;     // summed over the objects done and the current one
   uint64_t objects_failed = 0;      // objects whose scrub ended in an error (DataLoss, no space)
   std::vector<std::string> errors;  // "name: message" of the first kMaxScrubErrors of them
 };

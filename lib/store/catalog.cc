@@ -544,6 +544,28 @@ absl::Status Catalog::SetMeta(absl::string_view key, absl::string_view value) {
   return s.Run();
 }
 
+absl::Status Catalog::DeleteMeta(absl::string_view key) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "DELETE FROM meta WHERE key = ?");
+  s.Bind(1, key);
+  return s.Run();
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Catalog::MetaWithPrefix(
+    absl::string_view prefix) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key");
+  s.Bind(1, static_cast<int64_t>(prefix.size())).Bind(2, prefix);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out.emplace_back(s.Text(0), s.Text(1));
+  }
+  return out;
+}
+
 absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
   std::lock_guard lock(mu_);
   Statement s(
@@ -718,9 +740,9 @@ absl::StatusOr<std::vector<std::string>> Catalog::ObjectsOnDevice(uint32_t devic
   }
 }
 
-absl::StatusOr<StripePage> Catalog::StripesAtRisk(
-    absl::Span<const DeviceRange> ranges, int64_t after_object, uint64_t after_stripe,
-    size_t max_stripes) {
+absl::StatusOr<StripePage> Catalog::StripesAtRisk(absl::Span<const DeviceRange> ranges,
+                                                  int64_t after_object, uint64_t after_stripe,
+                                                  size_t max_stripes) {
   // One arm per source of risk, each served by an index (blocks_corrupt, blocks_by_extent).
   std::string hits =
       "SELECT object_id, stripe FROM blocks WHERE corrupt = 1 AND (object_id, stripe) > (?1, ?2)";
@@ -732,10 +754,10 @@ absl::StatusOr<StripePage> Catalog::StripesAtRisk(
                       " AND lba + lba_count > ", ranges[i].first_lba);
     }
   }
-  std::string sql = absl::StrCat(
-      "WITH hit(object_id, stripe) AS (SELECT * FROM (", hits,
-      ") ORDER BY object_id, stripe LIMIT ?3) SELECT ", kBlockColumns, " FROM hit JOIN blocks b "
-      "USING (object_id, stripe) ORDER BY object_id, stripe, idx");
+  std::string sql = absl::StrCat("WITH hit(object_id, stripe) AS (SELECT * FROM (", hits,
+                                 ") ORDER BY object_id, stripe LIMIT ?3) SELECT ", kBlockColumns,
+                                 " FROM hit JOIN blocks b "
+                                 "USING (object_id, stripe) ORDER BY object_id, stripe, idx");
   // kBlockColumns names columns of blocks; "USING" makes object_id and stripe unambiguous.
   std::lock_guard lock(mu_);
   Statement s(db_, sql.c_str());

@@ -172,9 +172,8 @@ class Catalog {
   // a block overlapping one of `ranges`. Pages through them in (object id, stripe) order: at
   // most `max_stripes` stripes after (after_object, after_stripe). REQUIRES: max_stripes > 0.
   absl::StatusOr<StripePage> StripesAtRisk(absl::Span<const DeviceRange> ranges,
-                                                        int64_t after_object,
-                                                        uint64_t after_stripe,
-                                                        size_t max_stripes);
+                                           int64_t after_object, uint64_t after_stripe,
+                                           size_t max_stripes);
   // Stripes of committed objects by their parity block count K.
   absl::StatusOr<std::map<uint32_t, uint64_t>> StripesByParity();
   // Number of blocks stored on each device id.
@@ -195,6 +194,10 @@ class Catalog {
   // A value of the meta table (docs/catalog.md lists the keys); nullopt when unset.
   absl::StatusOr<std::optional<std::string>> GetMeta(absl::string_view key);
   absl::Status SetMeta(absl::string_view key, absl::string_view value);
+  absl::Status DeleteMeta(absl::string_view key);
+  // Every key starting with `prefix`, with its value, in key order.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> MetaWithPrefix(
+      absl::string_view prefix);
 
   // Sets or clears the corrupt flag of one block.
   absl::Status SetBlockCorrupt(int64_t object_id, uint64_t stripe, uint32_t index, bool corrupt);

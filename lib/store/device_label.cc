@@ -71,9 +71,9 @@ absl::StatusOr<DeviceLabel> DecodeDeviceLabel(absl::Span<const uint8_t> bytes) {
   }
   const uint64_t version = Get(bytes, kVersionAt, 4);
   if (version > kDeviceLabelVersion) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "device label version ", version, " is newer than this ecd reads (", kDeviceLabelVersion,
-        "): use a matching ecd release"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("device label version ", version, " is newer than this ecd reads (",
+                     kDeviceLabelVersion, "): use a matching ecd release"));
   }
   DeviceLabel label;
   for (size_t i = 0; i < 16; ++i) {

@@ -48,7 +48,8 @@ TEST(DeviceLabelTest, NewerVersionIsRefused) {
   bytes[8] = kDeviceLabelVersion + 1;
   // A valid CRC32C over the new version, so that only the version is wrong.
   const uint32_t crc = Crc32c(absl::MakeConstSpan(bytes).first(kDeviceLabelBytes - 4));
-  for (int i = 0; i < 4; ++i) bytes[kDeviceLabelBytes - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
+  for (int i = 0; i < 4; ++i)
+    bytes[kDeviceLabelBytes - 4 + i] = static_cast<uint8_t>(crc >> (8 * i));
   absl::StatusOr<DeviceLabel> got = DecodeDeviceLabel(bytes);
   EXPECT_TRUE(absl::IsFailedPrecondition(got.status())) << got.status();
 }

@@ -628,7 +628,8 @@ TEST_F(FaultStoreTest, RandomFaultsNeverLoseAnAcknowledgedUpdate) {
   registry_->SetRules(5, {});
   // Without the faults: byte-exact, and every stripe's parity matches its data.
   EXPECT_EQ(Get("o").value(), model);
-  repair::Scrubber scrubber(store_.get(), repair::ScrubberOptions{.interval = absl::ZeroDuration()});
+  repair::Scrubber scrubber(store_.get(),
+                            repair::ScrubberOptions{.interval = absl::ZeroDuration()});
   auto report = scrubber.ScrubNow({"o"}, repair::ScrubOptions{.repair = false}, nullptr, nullptr);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->found.parity_mismatches, 0u);

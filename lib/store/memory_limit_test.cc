@@ -130,7 +130,8 @@ TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuff
   EXPECT_GE(CounterSum(devices, "nvme_io_uring_fixed_ops"), 9u * 6 + 9u * 4);
   EXPECT_EQ(CounterSum(devices, "nvme_io_uring_plain_ops"),
             CounterSum(opened, "nvme_io_uring_plain_ops"));
-  EXPECT_EQ(CounterSum(devices, "nvme_staged_commands"), CounterSum(opened, "nvme_staged_commands"));
+  EXPECT_EQ(CounterSum(devices, "nvme_staged_commands"),
+            CounterSum(opened, "nvme_staged_commands"));
 }
 
 TEST_F(MemoryLimitTest, WithoutTheArenaStripeBuffersAreMappedPerRequestAndStaged) {

@@ -172,9 +172,9 @@ absl::StatusOr<std::unique_ptr<Namespace>> OpenNvmeNamespace(const std::string& 
   if (S_ISREG(st.st_mode)) {
     if (!created && static_cast<uint64_t>(st.st_size) < size_bytes) {
       ::close(fd);
-      return absl::FailedPreconditionError(absl::StrCat(
-          "namespace ", path, " holds ", st.st_size, " bytes, fewer than the ", size_bytes,
-          " it was created with: it was cut short or replaced"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("namespace ", path, " holds ", st.st_size, " bytes, fewer than the ",
+                       size_bytes, " it was created with: it was cut short or replaced"));
     }
     if (created) {
       if (::ftruncate(fd, static_cast<off_t>(size_bytes)) != 0 || ::fsync(fd) != 0) {

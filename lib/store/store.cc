@@ -19,8 +19,8 @@
 #include "absl/time/clock.h"
 #include "lib/store/crc32c.h"
 #include "lib/store/device_label.h"
-#include "lib/store/store_device.h"
 #include "lib/store/object_name.h"
+#include "lib/store/store_device.h"
 #include "lib/store/stripe_memory.h"
 #include "lib/util/log.h"
 
@@ -281,9 +281,9 @@ absl::Status Store::Init() {
   for (auto& d : devices_) {
     if (!d->label_lba) continue;
     if (absl::Status s = d->allocator.MarkUsed(*d->label_lba, 1); !s.ok()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "catalog is inconsistent: device ", d->record.id, "'s label LBA ", *d->label_lba,
-          " is also a block's: ", s.message()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("catalog is inconsistent: device ", d->record.id, "'s label LBA ",
+                       *d->label_lba, " is also a block's: ", s.message()));
     }
   }
   if (absl::Status s = LabelDevices(); !s.ok()) return s;
@@ -1793,7 +1793,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
             needs[n].push_back(i);
             evicts[n].push_back(i);
           } else if (b == nullptr || b->corrupt ||
-                     (!DeviceOnline(b->device) && (options.rebuild_down || !DeviceDown(b->device)))) {
+                     (!DeviceOnline(b->device) &&
+                      (options.rebuild_down || !DeviceDown(b->device)))) {
             needs[n].push_back(i);
           }
         }
@@ -1997,7 +1998,8 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
         return absl::FailedPreconditionError(absl::StrCat(
             "device ", id, " cannot be brought online: ", ns.status().message(),
             ". Fix it and retry, or put a new blank namespace in its slot with `ecctl device "
-            "replace ", id, "`"));
+            "replace ",
+            id, "`"));
       }
       std::lock_guard lock(mu_);
       d.ns = std::move(*ns);  // I/O still holding the old handle finishes on it.

@@ -344,6 +344,12 @@ class Store {
   absl::Status SetMeta(absl::string_view key, absl::string_view value) {
     return catalog_->SetMeta(key, value);
   }
+  absl::Status DeleteMeta(absl::string_view key) { return catalog_->DeleteMeta(key); }
+  // Every meta key starting with `prefix`, with its value, in key order.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> MetaWithPrefix(
+      absl::string_view prefix) {
+    return catalog_->MetaWithPrefix(prefix);
+  }
 
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
   CatalogStats catalog_stats() const { return catalog_->stats(); }
@@ -622,7 +628,7 @@ class Store {
   std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_;
   std::function<void(uint32_t, const std::string&)> suspect_listener_;  // guarded by mu_
   std::function<void()> repair_listener_;                               // guarded by mu_
-  std::string store_id_;  // Set by Init.
+  std::string store_id_;                                                // Set by Init.
   mutable std::mutex census_mu_;
   std::map<uint32_t, uint64_t> stripes_by_parity_;  // guarded by census_mu_
 

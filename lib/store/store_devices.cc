@@ -35,9 +35,9 @@ absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord&
       options_.namespace_factory(path, r.size_bytes, r.lba_size, create);
   if (!ns.ok()) return ns.status();
   if ((*ns)->lba_count() * r.lba_size < r.size_bytes) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("its namespace holds ", (*ns)->lba_count() * r.lba_size, " bytes, fewer than the ",
-                     r.size_bytes, " it was created with: it was cut short or replaced"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "its namespace holds ", (*ns)->lba_count() * r.lba_size, " bytes, fewer than the ",
+        r.size_bytes, " it was created with: it was cut short or replaced"));
   }
   if (!label_lba) return ns;
   std::vector<uint8_t> lba(r.lba_size);
@@ -54,19 +54,19 @@ absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord&
                                       : ""));
   }
   if (label->store_id != store_id_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "its label says it belongs to store ", label->store_id, ", not this one (", store_id_,
-        "): a namespace of another data dir is at this path"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("its label says it belongs to store ", label->store_id, ", not this one (",
+                     store_id_, "): a namespace of another data dir is at this path"));
   }
   if (label->device != r.id) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "its label says it is device ", label->device, ": namespaces were swapped; put each "
-        "back at its own path"));
+    return absl::FailedPreconditionError(absl::StrCat("its label says it is device ", label->device,
+                                                      ": namespaces were swapped; put each "
+                                                      "back at its own path"));
   }
   if (label->size_bytes != r.size_bytes || label->lba_size != r.lba_size) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "its label says ", label->size_bytes, " bytes of ", label->lba_size,
-        "-byte LBAs, the catalog ", r.size_bytes, " of ", r.lba_size));
+    return absl::FailedPreconditionError(
+        absl::StrCat("its label says ", label->size_bytes, " bytes of ", label->lba_size,
+                     "-byte LBAs, the catalog ", r.size_bytes, " of ", r.lba_size));
   }
   return ns;
 }
@@ -96,16 +96,16 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
     if (ns.ok()) {
       opened[at] = std::move(*ns);
     } else if (r.state != DeviceState::kFailed) {
-      unusable.push_back({r.id, DevicePath(options_.data_dir, r.path),
-                          std::string(ns.status().message())});
+      unusable.push_back(
+          {r.id, DevicePath(options_.data_dir, r.path), std::string(ns.status().message())});
     }
   }
   // Guard: more unusable devices than the fewest parity blocks of any object is likelier a
   // missing mount or a wrong path than that many dead disks. Change nothing and say so.
   absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
   if (!census.ok()) return census.status();
-  if (!unusable.empty() && !census->empty() &&
-      unusable.size() > census->begin()->first && !options_.start_with_missing_devices) {
+  if (!unusable.empty() && !census->empty() && unusable.size() > census->begin()->first &&
+      !options_.start_with_missing_devices) {
     std::vector<std::string> each;
     for (const Unusable& u : unusable) {
       each.push_back(absl::StrCat("device ", u.id, " (", u.path, "): ", u.why));
@@ -153,12 +153,12 @@ absl::Status Store::WriteLabel(uint32_t id, uint64_t lba) {
     r = devices_[id]->record;
   }
   std::vector<uint8_t> bytes(r.lba_size, 0);
-  const std::vector<uint8_t> label = EncodeDeviceLabel(
-      {.store_id = store_id_,
-       .device = id,
-       .size_bytes = r.size_bytes,
-       .lba_size = r.lba_size,
-       .created_unix_ms = absl::ToUnixMillis(absl::Now())});
+  const std::vector<uint8_t> label =
+      EncodeDeviceLabel({.store_id = store_id_,
+                         .device = id,
+                         .size_bytes = r.size_bytes,
+                         .lba_size = r.lba_size,
+                         .created_unix_ms = absl::ToUnixMillis(absl::Now())});
   std::copy(label.begin(), label.end(), bytes.begin());
   if (absl::Status s = ns->Write(lba, bytes); !s.ok()) return s;
   if (absl::Status s = ns->Flush(); !s.ok()) return s;
@@ -179,8 +179,8 @@ absl::Status Store::LabelDevices() {
       continue;
     }
     if (absl::Status s = WriteLabel(d->record.id, *lba); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("writing the label of device ", d->record.id,
-                                                 ": ", s.message()));
+      return absl::Status(
+          s.code(), absl::StrCat("writing the label of device ", d->record.id, ": ", s.message()));
     }
     std::lock_guard lock(mu_);
     d->label_lba = lba;
@@ -235,20 +235,26 @@ absl::StatusOr<DeviceStatus> Store::ReplaceDevice(uint32_t id) {
     }
     const std::string path = DevicePath(options_.data_dir, r.path);
     std::error_code ec;
-    std::filesystem::remove(path, ec);  // A block device path is not removed: it is reused.
+    if (std::filesystem::is_regular_file(path, ec)) {
+      std::filesystem::remove(path, ec);  // A block device is reused as it is, not removed.
+    }
     absl::StatusOr<std::unique_ptr<Namespace>> ns =
         OpenDevice(r, /*create=*/true, /*label_lba=*/std::nullopt);
     if (!ns.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "device ", id, "'s new namespace cannot be opened: ", ns.status().message()));
     }
-    uint64_t lba;
+    std::optional<uint64_t> lba;
     {
       std::lock_guard lock(mu_);
       d.ns = std::move(*ns);
-      lba = d.label_lba.value_or(0);
+      lba = d.label_lba ? d.label_lba : d.allocator.Allocate(1);
     }
-    if (absl::Status s = WriteLabel(id, lba); !s.ok()) return s;
+    if (!lba) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "device ", id, " has no free LBA for its label; free space on it and retry"));
+    }
+    if (absl::Status s = WriteLabel(id, *lba); !s.ok()) return s;
     if (absl::Status s = catalog_->ReplaceDevice(id); !s.ok()) return s;
     std::lock_guard lock(mu_);
     d.label_lba = lba;
@@ -283,8 +289,8 @@ std::vector<uint32_t> Store::DownDevicesWithFailingWrites() {
   for (auto& d : devices_) {
     const uint32_t errors = d->write_errors_in_a_row.load(std::memory_order_relaxed);
     if (errors < options_.write_errors_to_down) continue;
-    absl::StatusOr<DeviceStatus> s = MarkDeviceDown(
-        d->record.id, absl::StrCat(errors, " writes in a row failed"));
+    absl::StatusOr<DeviceStatus> s =
+        MarkDeviceDown(d->record.id, absl::StrCat(errors, " writes in a row failed"));
     if (s.ok()) out.push_back(d->record.id);
     d->write_errors_in_a_row.store(0, std::memory_order_relaxed);
   }
