@@ -607,19 +607,25 @@ void RepairPlanner::RunBatch() {
     }
     return false;
   };
+  Finished(batch, RecoverPaced(batch.front().object, options, nullptr));
+}
+
+absl::StatusOr<RecoverProgress> RepairPlanner::RecoverPaced(
+    const std::string& name, RecoverOptions options,
+    const std::function<void(const RecoverProgress&)>& progress) {
   options.cancelled = [this] {
     std::lock_guard<std::mutex> lock(mu_);
     return stop_;
   };
   uint64_t reported = 0;
-  absl::StatusOr<RecoverProgress> p = store_->Recover(
-      batch.front().object,
+  return store_->Recover(
+      name,
       [&](const RecoverProgress& now) {
         Pace(now.bytes_rebuilt - reported);
         reported = now.bytes_rebuilt;
+        if (progress) progress(now);
       },
       options);
-  Finished(batch, p);
 }
 
 void RepairPlanner::Pace(uint64_t bytes) {
@@ -713,25 +719,15 @@ void RepairPlanner::RunObjectJob(uint64_t id) {
     job.objects_total = 1;
     name = job.spec.object;
   }
-  RecoverOptions options;
-  options.cancelled = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stop_;
-  };
-  uint64_t reported = 0;
-  absl::StatusOr<RecoverProgress> p = store_->Recover(
-      name,
-      [&](const RecoverProgress& now) {
-        Pace(now.bytes_rebuilt - reported);
-        reported = now.bytes_rebuilt;
+  absl::StatusOr<RecoverProgress> p =
+      RecoverPaced(name, RecoverOptions{}, [&](const RecoverProgress& now) {
         std::lock_guard<std::mutex> lock(mu_);
         RebuildJob& job = jobs_[id];
         job.blocks_checked = now.blocks_checked;
         job.blocks_moved = now.blocks_rebuilt;
         job.bytes_moved = now.bytes_rebuilt;
         status_.last_progress = absl::Now();
-      },
-      options);
+      });
   std::lock_guard<std::mutex> lock(mu_);
   RebuildJob& job = jobs_[id];
   job.objects_done = 1;

@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -179,6 +180,11 @@ class RepairPlanner {
   void RunObjectJob(uint64_t id);
   // Adds a batch's moves to the running evacuation or media-range job of `device` (-1: none).
   void CreditJobsLocked(int64_t device, const store::RecoverProgress& p);
+  // Store::Recover of `name` under the rate limit, stopped when the planner stops; `progress`
+  // (may be empty) after each batch.
+  absl::StatusOr<store::RecoverProgress> RecoverPaced(
+      const std::string& name, store::RecoverOptions options,
+      const std::function<void(const store::RecoverProgress&)>& progress);
   // Sleeps as long as `bytes` more keep the repair within its rate.
   void Pace(uint64_t bytes);
   // Waits, up to options_.yield_to_clients, while client requests wait for stripe memory.

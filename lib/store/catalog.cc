@@ -458,32 +458,50 @@ absl::Status Catalog::AddDevice(const DeviceRecord& d) {
   return s.Run();
 }
 
+namespace {
+
+// Statements of the device-state transactions; each REQUIRES an open transaction.
+absl::Status SetDeviceRow(sqlite3* db, uint32_t id, const char* state) {
+  Statement s(db, "UPDATE devices SET state = ? WHERE id = ?");
+  s.Bind(1, state).Bind(2, id);
+  if (absl::Status st = s.Run(); !st.ok()) return st;
+  if (sqlite3_changes(db) == 0)
+    return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
+  return absl::OkStatus();
+}
+
+absl::Status DeleteMetaRow(sqlite3* db, const std::string& key) {
+  Statement s(db, "DELETE FROM meta WHERE key = ?");
+  s.Bind(1, key);
+  return s.Run();
+}
+
+absl::Status PutMetaRow(sqlite3* db, const std::string& key, const std::string& value) {
+  Statement s(db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
+  s.Bind(1, key).Bind(2, value);
+  return s.Run();
+}
+
+std::string FailingKey(uint32_t id) { return absl::StrCat("device_failing/", id); }
+std::string DownKey(uint32_t id) { return absl::StrCat("device_down/", id); }
+
+}  // namespace
+
 absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
   std::lock_guard lock(mu_);
   // The devices table's CHECK allows 'online' and 'failed' only (schema version 1), so a failing
-  // device is stored as online plus a meta row "device_failing/<id>"; one transaction keeps the
-  // two in step. See docs/catalog.md.
+  // or down device is stored as online plus a meta row "device_failing/<id>" or
+  // "device_down/<id>"; one transaction keeps them in step. See docs/catalog.md.
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
-  Statement s(db_, "UPDATE devices SET state = ? WHERE id = ?");
-  s.Bind(1, state == DeviceState::kFailed ? "failed" : "online").Bind(2, id);
-  if (absl::Status st = s.Run(); !st.ok()) return st;
-  if (sqlite3_changes(db_) == 0) {
-    return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
+  if (absl::Status st = SetDeviceRow(db_, id, state == DeviceState::kFailed ? "failed" : "online");
+      !st.ok()) {
+    return st;
   }
-  const std::string key = absl::StrCat("device_failing/", id);
-  if (state == DeviceState::kFailing) {
-    Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, '1')");
-    put.Bind(1, key);
-    if (absl::Status st = put.Run(); !st.ok()) return st;
-  } else {
-    Statement del(db_, "DELETE FROM meta WHERE key = ?");
-    del.Bind(1, key);
-    if (absl::Status st = del.Run(); !st.ok()) return st;
-  }
-  Statement up(db_, "DELETE FROM meta WHERE key = ?");
-  up.Bind(1, absl::StrCat("device_down/", id));
-  if (absl::Status st = up.Run(); !st.ok()) return st;
+  absl::Status st = state == DeviceState::kFailing ? PutMetaRow(db_, FailingKey(id), "1")
+                                                   : DeleteMetaRow(db_, FailingKey(id));
+  if (!st.ok()) return st;
+  if (absl::Status st = DeleteMetaRow(db_, DownKey(id)); !st.ok()) return st;
   return txn.Commit();
 }
 
@@ -491,18 +509,12 @@ absl::Status Catalog::SetDeviceDown(uint32_t id, int64_t since_unix_ms, absl::st
   std::lock_guard lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
-  Statement s(db_, "UPDATE devices SET state = 'online' WHERE id = ?");
-  s.Bind(1, id);
-  if (absl::Status st = s.Run(); !st.ok()) return st;
-  if (sqlite3_changes(db_) == 0) {
-    return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
+  if (absl::Status st = SetDeviceRow(db_, id, "online"); !st.ok()) return st;
+  if (absl::Status st = DeleteMetaRow(db_, FailingKey(id)); !st.ok()) return st;
+  if (absl::Status st = PutMetaRow(db_, DownKey(id), absl::StrCat(since_unix_ms, " ", reason));
+      !st.ok()) {
+    return st;
   }
-  Statement del(db_, "DELETE FROM meta WHERE key = ?");
-  del.Bind(1, absl::StrCat("device_failing/", id));
-  if (absl::Status st = del.Run(); !st.ok()) return st;
-  Statement put(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
-  put.Bind(1, absl::StrCat("device_down/", id)).Bind(2, absl::StrCat(since_unix_ms, " ", reason));
-  if (absl::Status st = put.Run(); !st.ok()) return st;
   return txn.Commit();
 }
 
@@ -510,20 +522,12 @@ absl::Status Catalog::ReplaceDevice(uint32_t id) {
   std::lock_guard lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
-  Statement s(db_, "UPDATE devices SET state = 'online' WHERE id = ?");
-  s.Bind(1, id);
-  if (absl::Status st = s.Run(); !st.ok()) return st;
-  if (sqlite3_changes(db_) == 0) {
-    return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
-  }
+  if (absl::Status st = SetDeviceRow(db_, id, "online"); !st.ok()) return st;
   Statement mark(db_, "UPDATE blocks SET corrupt = 1 WHERE device_id = ?");
   mark.Bind(1, id);
   if (absl::Status st = mark.Run(); !st.ok()) return st;
-  for (const char* prefix : {"device_failing/", "device_down/"}) {
-    Statement del(db_, "DELETE FROM meta WHERE key = ?");
-    del.Bind(1, absl::StrCat(prefix, id));
-    if (absl::Status st = del.Run(); !st.ok()) return st;
-  }
+  if (absl::Status st = DeleteMetaRow(db_, FailingKey(id)); !st.ok()) return st;
+  if (absl::Status st = DeleteMetaRow(db_, DownKey(id)); !st.ok()) return st;
   return txn.Commit();
 }
 
