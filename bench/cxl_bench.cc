@@ -6,7 +6,7 @@
 //    random contents) through DecodeRecord, and through DecodeRecord + RecordToJson, in
 //    records per second.
 // 2. Inject to first rebuilt block: an in-process store (8 devices, 4 KiB blocks, one 4 MiB
-//    object) with the rebuild scheduler, the policy and the CXL monitor. A record is inserted
+//    object) with the repair planner, the policy and the CXL monitor. A record is inserted
 //    into a device's log; the clock stops when the rebuild job reports its first moved block.
 //    Measured R times for a General Media error at a block's DPA, and once for a Memory Module
 //    "replacement needed" record (evacuation).
@@ -17,15 +17,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "lib/cxl/event_record.h"
-#include "lib/store/cxl_monitor.h"
-#include "lib/store/event_policy.h"
-#include "lib/store/rebuild_scheduler.h"
+#include "lib/repair/cxl_monitor.h"
+#include "lib/repair/event_policy.h"
+#include "lib/repair/repair_planner.h"
 #include "lib/store/store.h"
 
 namespace {
@@ -64,14 +65,14 @@ double Millis(Clock::duration d) { return std::chrono::duration<double, std::mil
 
 // Inserts `record` into device `dev`'s Failure log and waits for the first moved block of the
 // job it causes; returns milliseconds.
-double InjectToFirstBlock(ecd::store::CxlMonitor& monitor, ecd::store::RebuildScheduler& rebuilds,
+double InjectToFirstBlock(ecd::repair::CxlMonitor& monitor, ecd::repair::RepairPlanner& planner,
                           uint32_t dev, const ecd::cxl::EventRecord& record) {
-  const size_t jobs_before = rebuilds.List().size();
+  const size_t jobs_before = planner.List().size();
   const auto start = Clock::now();
   (void)monitor.device(dev)->InsertRecord(ecd::cxl::EventLog::kFailure,
                                           ecd::cxl::EncodeRecord(record));
   while (Clock::now() - start < std::chrono::seconds(30)) {
-    std::vector<ecd::store::RebuildJob> jobs = rebuilds.List();
+    std::vector<ecd::repair::RebuildJob> jobs = planner.List();
     if (jobs.size() > jobs_before) {
       for (const auto& j : jobs) {
         if (j.id > jobs_before && j.blocks_moved > 0) {  // ids count up from 1
@@ -82,6 +83,42 @@ double InjectToFirstBlock(ecd::store::CxlMonitor& monitor, ecd::store::RebuildSc
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
   return -1;
+}
+
+// Milliseconds from inject to the first rebuilt block: per General Media run (sorted), and for
+// the Memory Module record.
+struct Reactions {
+  std::vector<double> general_media;
+  double memory_module = -1;
+};
+
+// Runs the planner, the policy and the CXL monitor over `store` (which holds the object "bench")
+// and measures their reactions; all three are gone when it returns, before the store. nullopt
+// when they cannot be set up.
+std::optional<Reactions> MeasureReactions(ecd::store::Store* store, int runs) {
+  ecd::repair::RepairPlanner planner(store, {});
+  ecd::repair::EventPolicy policy(store, &planner, {});
+  auto monitor = ecd::repair::CxlMonitor::Create(&policy, 8, {});
+  if (!monitor.ok()) return std::nullopt;
+  auto st = store->Stat("bench", true, false);
+  if (!st.ok() || st->stripes.empty()) return std::nullopt;
+  Reactions out;
+  for (int r = 0; r < runs; ++r) {
+    const auto& b = st->stripes[static_cast<size_t>(r) * 7 % st->stripes.size()].blocks[0].record;
+    ecd::cxl::GeneralMediaRecord g;
+    g.header.set_severity(ecd::cxl::Severity::kFailure);
+    g.physical_address = b.lba * 4096;
+    g.descriptor = ecd::cxl::kDescriptorUncorrectable;
+    out.general_media.push_back(InjectToFirstBlock(**monitor, planner, b.device, g));
+    planner.WaitIdle(absl::Seconds(30));
+  }
+  std::sort(out.general_media.begin(), out.general_media.end());
+  ecd::cxl::MemoryModuleRecord m;
+  m.header.set_severity(ecd::cxl::Severity::kFailure);
+  m.health.health_status = ecd::cxl::kHealthReplacementNeeded;
+  out.memory_module = InjectToFirstBlock(**monitor, planner, 3, m);
+  planner.WaitIdle(absl::Seconds(60));
+  return out;
 }
 
 }  // namespace
@@ -129,33 +166,15 @@ int main(int argc, char** argv) {
   p.name = "bench";
   Source src(4 << 20);
   if (!(*store)->Encode(p, src).ok()) return 1;
-  ecd::store::RebuildScheduler rebuilds(store->get(), {});
-  ecd::store::EventPolicy policy(store->get(), &rebuilds, {});
-  auto monitor = ecd::store::CxlMonitor::Create(&policy, 8, {});
-  if (!monitor.ok()) return 1;
-  auto st = (*store)->Stat("bench", true, false);
-  std::vector<double> gm;
-  for (int r = 0; r < runs; ++r) {
-    const auto& b = st->stripes[static_cast<size_t>(r) * 7 % st->stripes.size()].blocks[0].record;
-    ecd::cxl::GeneralMediaRecord g;
-    g.header.set_severity(ecd::cxl::Severity::kFailure);
-    g.physical_address = b.lba * 4096;
-    g.descriptor = ecd::cxl::kDescriptorUncorrectable;
-    gm.push_back(InjectToFirstBlock(**monitor, rebuilds, b.device, g));
-    rebuilds.WaitIdle(absl::Seconds(30));
-  }
-  std::sort(gm.begin(), gm.end());
-  ecd::cxl::MemoryModuleRecord m;
-  m.header.set_severity(ecd::cxl::Severity::kFailure);
-  m.health.health_status = ecd::cxl::kHealthReplacementNeeded;
-  const double mm = InjectToFirstBlock(**monitor, rebuilds, 3, m);
-  rebuilds.WaitIdle(absl::Seconds(60));
+  const std::optional<Reactions> times = MeasureReactions(store->get(), runs);
+  store->reset();
+  std::filesystem::remove_all(dir);
+  if (!times || times->general_media.empty()) return 1;
+  const std::vector<double>& gm = times->general_media;
+  const double mm = times->memory_module;
   std::printf(
       "inject -> first rebuilt block: general media (one block) median %.2f ms, min %.2f "
       "ms, max %.2f ms over %d runs; memory module (evacuation) %.2f ms\n",
       gm[gm.size() / 2], gm.front(), gm.back(), runs, mm);
-  monitor->reset();
-  store->reset();
-  std::filesystem::remove_all(dir);
   return 0;
 }

@@ -281,6 +281,8 @@ const char* StateName(v1::DeviceState s) {
       return "failing";
     case v1::DEVICE_STATE_FAILED:
       return "failed";
+    case v1::DEVICE_STATE_DOWN:
+      return "down";
     default:
       return "unknown";
   }
@@ -997,7 +999,145 @@ void Remove(Client& c, const std::string& name) {
   std::printf("removed %s (freed %s)\n", name.c_str(), FormatSize(response.freed_bytes()).c_str());
 }
 
+// ---- repair
+
+// "2024-05-01 12:00:00 UTC".
+std::string UtcTime(int64_t unix_ms) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
+// "12m5s ago".
+std::string Ago(int64_t unix_ms) {
+  const absl::Duration d = absl::Now() - absl::FromUnixMillis(unix_ms);
+  return absl::StrCat(
+      absl::FormatDuration(absl::Trunc(std::max(d, absl::ZeroDuration()), absl::Seconds(1))),
+      " ago");
+}
+
+// running, paused, stalled or idle.
+const char* RepairState(const v1::RepairStatus& r) {
+  if (r.paused()) return "paused";
+  if (!r.stalled().empty()) return "stalled";
+  return r.stripes_queued() > 0 ? "running" : "idle";
+}
+
+// "0: 3, 1: 117, 2: 4000".
+std::string ByRedundancy(const v1::RepairStatus& r) {
+  std::vector<std::string> parts;
+  for (int left = 0; left < r.stripes_by_redundancy_size(); ++left) {
+    parts.push_back(absl::StrCat(left, ": ", r.stripes_by_redundancy(left)));
+  }
+  return parts.empty() ? "no stripes" : absl::StrJoin(parts, ", ");
+}
+
+// The repair's paragraph in `rebuild ls`, `repair status` and `status`: its state and queue,
+// what it did since ecd started, its rate and ETA, the stripes by redundancy left, and why it
+// is paused or stalled.
+std::vector<std::string> RepairSummary(const v1::RepairStatus& r) {
+  std::vector<std::string> lines;
+  std::string head =
+      absl::StrCat("repair: ", RepairState(r), "; ", r.stripes_queued(), " stripes to repair");
+  if (r.stripes_waiting() > 0) {
+    absl::StrAppend(&head, ", ", r.stripes_waiting(), " waiting for down devices (repair delay ",
+                    absl::FormatDuration(absl::Seconds(r.delay_seconds())), ")");
+  }
+  lines.push_back(head);
+  std::string done =
+      absl::StrCat("  since ecd started: ", r.stripes_repaired(), " stripes, ", r.blocks_repaired(),
+                   " blocks, ", FormatSize(r.bytes_repaired()), " repaired");
+  if (r.stripes_lost() > 0) {
+    absl::StrAppend(&done, "; ", r.stripes_lost(),
+                    " stripes lost (fewer than M good blocks: cannot be repaired)");
+  }
+  lines.push_back(done);
+  lines.push_back(absl::StrCat(
+      "  rate ", ecd::client::FormatRate(ProgressUnit::Bytes(), r.bytes_per_sec()), " (limit ",
+      r.rate_bytes_per_sec() == 0 ? "none" : FormatSize(r.rate_bytes_per_sec()) + "/s", "), ETA ",
+      r.eta_seconds() < 0 ? "unknown"
+                          : ecd::client::FormatEta(static_cast<double>(r.eta_seconds()))));
+  lines.push_back(absl::StrCat("  stripes by redundancy left: ", ByRedundancy(r)));
+  if (r.paused()) {
+    lines.push_back("  paused: no repair starts until `ecctl repair resume`");
+  }
+  if (!r.stalled().empty()) lines.push_back(absl::StrCat("  stalled: ", r.stalled()));
+  return lines;
+}
+
+void PrintLines(const std::vector<std::string>& lines) {
+  for (const std::string& line : lines) std::printf("%s\n", line.c_str());
+}
+
+// `what` names the command in errors.
+v1::RepairStatus GetRepairStatus(Client& c, const std::string& what) {
+  v1::RepairStatus status;
+  auto context = c.Context();
+  c.Check(c.rebuilds().GetRepairStatus(context.get(), v1::RepairStatusRequest(), &status), what);
+  return status;
+}
+
+void RepairStatus(Client& c) {
+  const v1::RepairStatus r = GetRepairStatus(c, "repair status");
+  if (c.globals().json) return PrintJson(r);
+  PrintLines(RepairSummary(r));
+  for (const v1::RepairLevel& l : r.repaired_by_redundancy()) {
+    std::printf("  repaired with %u redundancy left: %llu stripes (batches %llu to %llu)\n",
+                l.redundancy_left(), static_cast<unsigned long long>(l.stripes()),
+                static_cast<unsigned long long>(l.first_batch()),
+                static_cast<unsigned long long>(l.last_batch()));
+  }
+  if (r.last_progress_unix_ms() != 0) {
+    std::printf("  last progress: %s (%s)\n", UtcTime(r.last_progress_unix_ms()).c_str(),
+                Ago(r.last_progress_unix_ms()).c_str());
+  }
+}
+
+// `repair pause`, `resume` and `rate`: one SetRepair with what `request` sets. `what` names the
+// command in errors.
+v1::RepairStatus SetRepair(Client& c, const v1::SetRepairRequest& request,
+                           const std::string& what) {
+  v1::RepairStatus status;
+  auto context = c.Context();
+  c.Check(c.rebuilds().SetRepair(context.get(), request, &status), what);
+  return status;
+}
+
+void RepairPause(Client& c, bool paused) {
+  v1::SetRepairRequest request;
+  request.set_paused(paused);
+  const v1::RepairStatus r = SetRepair(c, request, paused ? "repair pause" : "repair resume");
+  if (c.globals().json) return PrintJson(r);
+  if (paused) {
+    std::printf("repair paused: no repair starts until `ecctl repair resume`; %llu stripes wait\n",
+                static_cast<unsigned long long>(r.stripes_queued()));
+  } else {
+    std::printf("repair resumed: %llu stripes to repair\n",
+                static_cast<unsigned long long>(r.stripes_queued()));
+  }
+}
+
+void RepairRate(Client& c, const std::string& rate) {
+  absl::StatusOr<uint64_t> bytes = ecd::ParseSize(rate);
+  if (!bytes.ok()) {
+    throw Failure{kExitUsage,
+                  absl::StrCat("repair rate: ", bytes.status().message(), "; 0 means no limit")};
+  }
+  v1::SetRepairRequest request;
+  request.set_rate_bytes_per_sec(*bytes);
+  const v1::RepairStatus r = SetRepair(c, request, absl::StrCat("repair rate ", rate));
+  if (c.globals().json) return PrintJson(r);
+  std::printf("repair rate limit: %s\n", r.rate_bytes_per_sec() == 0
+                                             ? "none"
+                                             : (FormatSize(r.rate_bytes_per_sec()) + "/s").c_str());
+}
+
 // ---- devices
+
+// "down since 2024-05-01 12:00:00 UTC (12m5s ago): writes kept failing".
+std::string DownLine(const v1::DeviceInfo& d) {
+  return absl::StrCat("down since ", UtcTime(d.down_since_unix_ms()), " (",
+                      Ago(d.down_since_unix_ms()), "): ", d.down_reason());
+}
 
 // `what` names the command in errors.
 v1::ListDevicesResponse ListDevices(Client& c, const std::string& what = "device ls") {
@@ -1017,6 +1157,7 @@ void DeviceList(Client& c) {
                 FormatSize(d.size_bytes()).c_str(), FormatSize(d.used_bytes()).c_str(),
                 FormatSize(d.free_bytes()).c_str(), static_cast<unsigned long long>(d.blocks()),
                 d.path().c_str());
+    if (d.state() == v1::DEVICE_STATE_DOWN) std::printf("     %s\n", DownLine(d).c_str());
   }
 }
 
@@ -1031,6 +1172,8 @@ v1::ListRebuildsResponse ListJobs(Client& c, const std::string& what = "rebuild 
 void RebuildList(Client& c) {
   const v1::ListRebuildsResponse response = ListJobs(c);
   if (c.globals().json) return PrintJson(response);
+  PrintLines(RepairSummary(response.repair()));
+  std::printf("\n");
   std::printf("%-5s %-16s %-8s %-4s %9s %8s %10s  %s\n", "ID", "KIND", "STATE", "DEV", "OBJECTS",
               "MOVED", "BYTES", "REASON / ERROR");
   for (const v1::RebuildJob& j : response.jobs()) {
@@ -1331,6 +1474,22 @@ void DeviceSet(Client& c, uint32_t id, v1::DeviceState state) {
   std::printf("device %u is now %s\n", id, StateName(response.device().state()));
 }
 
+// `device replace`: a new blank namespace in the slot of a failed or down device.
+void DeviceReplace(Client& c, uint32_t id) {
+  v1::ReplaceDeviceRequest request;
+  request.set_id(id);
+  v1::ReplaceDeviceResponse response;
+  auto context = c.Context();
+  c.Check(c.devices().Replace(context.get(), request, &response),
+          absl::StrCat("device replace ", id));
+  if (c.globals().json) return PrintJson(response);
+  std::printf(
+      "device %u replaced: now %s with a new blank namespace; the repair rebuilds its %llu "
+      "blocks\n",
+      id, StateName(response.device().state()),
+      static_cast<unsigned long long>(response.device().blocks()));
+}
+
 // The evacuation job of device `id`: the running or queued one, else the newest finished one.
 uint64_t EvacuationJobOf(Client& c, uint32_t id) {
   const v1::ListRebuildsResponse jobs = ListJobs(c);
@@ -1384,6 +1543,7 @@ void AddDevices(Client& c, tools::Status& s) {
     if (d.state() == v1::DEVICE_STATE_ONLINE) s.set_devices_online(s.devices_online() + 1);
     if (d.state() == v1::DEVICE_STATE_FAILING) s.set_devices_failing(s.devices_failing() + 1);
     if (d.state() == v1::DEVICE_STATE_FAILED) s.set_devices_failed(s.devices_failed() + 1);
+    if (d.state() == v1::DEVICE_STATE_DOWN) s.set_devices_down(s.devices_down() + 1);
     *s.add_devices() = std::move(d);
   }
 }
@@ -1403,8 +1563,10 @@ void AddObjects(Client& c, tools::Status& s) {
   }
 }
 
+// The jobs and the repair's status (one Rebuilds.List).
 void AddRebuilds(Client& c, tools::Status& s) {
   v1::ListRebuildsResponse jobs = ListJobs(c, "status");
+  *s.mutable_repair() = jobs.repair();
   std::sort(jobs.mutable_jobs()->begin(), jobs.mutable_jobs()->end(),
             [](const v1::RebuildJob& a, const v1::RebuildJob& b) { return a.id() > b.id(); });
   for (const v1::RebuildJob& j : jobs.jobs()) {
@@ -1434,15 +1596,19 @@ tools::Status CollectStatus(Client& c) {
 }
 
 void PrintStatusDevices(const tools::Status& s) {
-  std::printf("devices: %d (%u online, %u failing, %u failed); %s capacity, %s used, %s free\n",
+  // Down devices are named only when there are some.
+  const std::string down =
+      s.devices_down() == 0 ? "" : absl::StrCat(", ", s.devices_down(), " down");
+  std::printf("devices: %d (%u online, %u failing, %u failed%s); %s capacity, %s used, %s free\n",
               s.devices_size(), s.devices_online(), s.devices_failing(), s.devices_failed(),
-              FormatSize(s.capacity_bytes()).c_str(), FormatSize(s.used_bytes()).c_str(),
-              FormatSize(s.free_bytes()).c_str());
+              down.c_str(), FormatSize(s.capacity_bytes()).c_str(),
+              FormatSize(s.used_bytes()).c_str(), FormatSize(s.free_bytes()).c_str());
   std::printf("  %-4s %-8s %11s %11s %8s\n", "ID", "STATE", "CAPACITY", "USED", "BLOCKS");
   for (const v1::DeviceInfo& d : s.devices()) {
     std::printf("  %-4u %-8s %11s %11s %8llu\n", d.id(), StateName(d.state()),
                 FormatSize(d.size_bytes()).c_str(), FormatSize(d.used_bytes()).c_str(),
                 static_cast<unsigned long long>(d.blocks()));
+    if (d.state() == v1::DEVICE_STATE_DOWN) std::printf("       %s\n", DownLine(d).c_str());
   }
 }
 
@@ -1500,6 +1666,7 @@ void Status(Client& c) {
   if (c.globals().json) return PrintJson(s);
   PrintStatusDevices(s);
   PrintStatusObjects(s);
+  PrintLines(RepairSummary(s.repair()));
   PrintStatusJobs(s);
   PrintStatusCxl(s);
 }
@@ -1647,6 +1814,12 @@ void AddDevice(CLI::App& app, Selected& selected) {
     sub->add_option("DEV", *id, "Device id")->required();
     OnRun(sub, selected, [id, state = state](Client& c) { DeviceSet(c, *id, state); });
   }
+  auto* replace = dev->add_subcommand(
+      "replace",
+      "Put a new blank namespace in a failed or down device's slot (its disk was replaced); the "
+      "repair rebuilds its blocks");
+  replace->add_option("DEV", *id, "Device id")->required();
+  OnRun(replace, selected, [id](Client& c) { DeviceReplace(c, *id); });
   auto wait = std::make_shared<bool>(false);
   auto* evacuate =
       dev->add_subcommand("evacuate", "Move every block off a device, then take it out of service");
@@ -1776,8 +1949,9 @@ void AddCxl(CLI::App& app, Selected& selected) {
 void AddRebuild(CLI::App& app, Selected& selected) {
   auto* rebuild = app.add_subcommand("rebuild", "Proactive rebuild jobs");
   rebuild->require_subcommand(1);
-  OnRun(rebuild->add_subcommand("ls", "List rebuild jobs, running and queued first"), selected,
-        RebuildList);
+  OnRun(rebuild->add_subcommand(
+            "ls", "The repair's summary, then the rebuild jobs, running and queued first"),
+        selected, RebuildList);
   auto id = std::make_shared<uint64_t>(0);
   auto* get = rebuild->add_subcommand("get", "Show one rebuild job as JSON");
   get->add_option("ID", *id, "Job id")->required();
@@ -1789,9 +1963,29 @@ void AddRebuild(CLI::App& app, Selected& selected) {
   OnRun(wait, selected, [ids](Client& c) { RebuildWait(c, *ids); });
 }
 
+void AddRepair(CLI::App& app, Selected& selected) {
+  auto* repair = app.add_subcommand(
+      "repair", "The repair that brings every stripe back to full redundancy on its own");
+  repair->require_subcommand(1);
+  OnRun(repair->add_subcommand(
+            "status", "Queue, progress, rate, ETA and stripes by redundancy left of the repair"),
+        selected, RepairStatus);
+  OnRun(repair->add_subcommand(
+            "pause", "Stop starting repairs (e.g. during maintenance that takes devices away)"),
+        selected, [](Client& c) { RepairPause(c, true); });
+  OnRun(repair->add_subcommand("resume", "Start repairing again after a pause"), selected,
+        [](Client& c) { RepairPause(c, false); });
+  auto rate = std::make_shared<std::string>();
+  auto* sub = repair->add_subcommand(
+      "rate", "Set the repair's bandwidth limit (kept across restarts; beats ecd --rebuild-rate)");
+  sub->add_option("RATE", *rate, "Bytes per second, e.g. 100M; 0: no limit")->required();
+  OnRun(sub, selected, [rate](Client& c) { RepairRate(c, *rate); });
+}
+
 void AddStatus(CLI::App& app, Selected& selected) {
-  OnRun(app.add_subcommand(
-            "status", "Devices, capacity, objects, damage, rebuild jobs and CXL actions at once"),
+  OnRun(app.add_subcommand("status",
+                           "Devices, capacity, objects, damage, repair, rebuild jobs and CXL "
+                           "actions at once"),
         selected, Status);
 }
 
@@ -1833,6 +2027,7 @@ int Main(int argc, char** argv) {
   AddDevice(app, selected);
   AddCxl(app, selected);
   AddRebuild(app, selected);
+  AddRepair(app, selected);
   AddStatus(app, selected);
   AddComplete(app, selected);
   try {

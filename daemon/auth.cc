@@ -17,8 +17,9 @@ namespace ecd::daemon {
 namespace {
 
 // The one table. Reads need read-only; anything that writes objects (encode, update, delete,
-// recover, scrub) needs operator; device state, CXL inject/ingest/clear and the interrupt policy
-// need admin. gRPC's health checking and reflection are open (they reveal no data).
+// recover, scrub) needs operator; device state and replacement, the repair's pause and rate, CXL
+// inject/ingest/clear and the interrupt policy need admin. gRPC's health checking and reflection
+// are open (they reveal no data).
 constexpr MethodRole kMethodRoles[] = {
     {"/ecd.v1.Objects/Encode", Role::kOperator},
     {"/ecd.v1.Objects/Read", Role::kReadOnly},
@@ -32,8 +33,11 @@ constexpr MethodRole kMethodRoles[] = {
     {"/ecd.v1.Objects/GetScrubStatus", Role::kReadOnly},
     {"/ecd.v1.Devices/List", Role::kReadOnly},
     {"/ecd.v1.Devices/SetState", Role::kAdmin},
+    {"/ecd.v1.Devices/Replace", Role::kAdmin},
     {"/ecd.v1.Rebuilds/List", Role::kReadOnly},
     {"/ecd.v1.Rebuilds/Get", Role::kReadOnly},
+    {"/ecd.v1.Rebuilds/GetRepairStatus", Role::kReadOnly},
+    {"/ecd.v1.Rebuilds/SetRepair", Role::kAdmin},
     {"/ecd.v1.Cxl/Ingest", Role::kAdmin},
     {"/ecd.v1.Cxl/GetStats", Role::kReadOnly},
     {"/ecd.v1.Cxl/Inject", Role::kAdmin},

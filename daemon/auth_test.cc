@@ -110,7 +110,7 @@ TEST(MethodTable, NamesEveryProtoMethodAndNothingElse) {
     EXPECT_TRUE(table.count(m)) << m << " is not in the role table (it would need admin)";
     EXPECT_NE(RequiredRole(m), Role::kOpen) << m;
   }
-  EXPECT_EQ(proto.size(), 21u);
+  EXPECT_EQ(proto.size(), 24u);
   for (const std::string& m : table) {
     if (RequiredRole(m) == Role::kOpen) continue;  // health, reflection
     EXPECT_TRUE(proto.count(m)) << m << " is in the table but not in ecd.proto";
@@ -145,6 +145,9 @@ TEST(MethodTable, RolesOfTheIssue) {
   EXPECT_EQ(RequiredRole("/ecd.v1.Objects/Update"), Role::kOperator);
   EXPECT_EQ(RequiredRole("/ecd.v1.Objects/Delete"), Role::kOperator);
   EXPECT_EQ(RequiredRole("/ecd.v1.Devices/SetState"), Role::kAdmin);
+  EXPECT_EQ(RequiredRole("/ecd.v1.Devices/Replace"), Role::kAdmin);
+  EXPECT_EQ(RequiredRole("/ecd.v1.Rebuilds/SetRepair"), Role::kAdmin);
+  EXPECT_EQ(RequiredRole("/ecd.v1.Rebuilds/GetRepairStatus"), Role::kReadOnly);
   EXPECT_EQ(RequiredRole("/ecd.v1.Cxl/Inject"), Role::kAdmin);
   EXPECT_EQ(RequiredRole("/ecd.v1.Cxl/Ingest"), Role::kAdmin);
   EXPECT_EQ(RequiredRole("/ecd.v1.Cxl/SetInterruptPolicy"), Role::kAdmin);
@@ -302,7 +305,7 @@ class GuardTest : public ::testing::Test {
   }
 
   Authorizer auth_;
-  ObjectsService objects_{nullptr, nullptr, store::ScrubberOptions{}};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}};
   DevicesService devices_{nullptr, nullptr};
   RebuildsService rebuilds_{nullptr};
   CxlService cxl_{nullptr, nullptr};
@@ -335,7 +338,7 @@ TEST_F(GuardTest, EveryMethodRefusesTheRoleBelowItsOwn) {
         << s.error_message();
     ++checked;
   }
-  EXPECT_EQ(checked, 10);  // 5 operator + 5 admin methods
+  EXPECT_EQ(checked, 12);  // 5 operator + 7 admin methods
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Conversions between lib/store types and ecd.v1 messages.
 #include "daemon/convert.h"
 
+#include <algorithm>
 #include <string>
 
 namespace ecd::daemon {
@@ -28,8 +29,25 @@ v1::DeviceState ToProto(store::DeviceState state) {
       return v1::DEVICE_STATE_FAILING;
     case store::DeviceState::kFailed:
       return v1::DEVICE_STATE_FAILED;
+    case store::DeviceState::kDown:
+      return v1::DEVICE_STATE_DOWN;
   }
   return v1::DEVICE_STATE_UNSPECIFIED;
+}
+
+std::optional<store::DeviceState> FromProto(v1::DeviceState state) {
+  switch (state) {
+    case v1::DEVICE_STATE_ONLINE:
+      return store::DeviceState::kOnline;
+    case v1::DEVICE_STATE_FAILING:
+      return store::DeviceState::kFailing;
+    case v1::DEVICE_STATE_FAILED:
+      return store::DeviceState::kFailed;
+    case v1::DEVICE_STATE_DOWN:
+      return store::DeviceState::kDown;
+    default:
+      return std::nullopt;
+  }
 }
 
 void ToProto(const store::ObjectRecord& o, v1::ObjectInfo* out) {
@@ -76,6 +94,10 @@ void ToProto(const store::DeviceStatus& d, v1::DeviceInfo* out) {
   out->set_lba_size(d.record.lba_size);
   out->set_blocks(d.blocks);
   for (const auto& [name, value] : d.counters) (*out->mutable_counters())[name] = value;
+  if (d.record.state == store::DeviceState::kDown) {
+    out->set_down_since_unix_ms(d.record.down_since_unix_ms);
+    out->set_down_reason(d.record.down_reason);
+  }
 }
 
 void ToProto(const store::RecoverProgress& p, v1::RecoverProgress* out) {
@@ -98,7 +120,7 @@ void ToProto(const store::RecoverProgress& p, v1::ScrubFindings* out) {
   out->set_bytes_repaired(p.bytes_rebuilt);
 }
 
-void ToProto(const store::ScrubReport& r, v1::ScrubProgress* out) {
+void ToProto(const repair::ScrubReport& r, v1::ScrubProgress* out) {
   out->set_objects_total(r.objects_total);
   out->set_objects_done(r.objects_done);
   out->set_current(r.current);
@@ -107,7 +129,7 @@ void ToProto(const store::ScrubReport& r, v1::ScrubProgress* out) {
   for (const std::string& e : r.errors) out->add_errors(e);
 }
 
-void ToProto(const store::ScrubberStatus& s, const store::ScrubberOptions& options,
+void ToProto(const repair::ScrubberStatus& s, const repair::ScrubberOptions& options,
              v1::ScrubStatusResponse* out) {
   auto unix_ms = [](absl::Time t) {
     return t == absl::InfinitePast() || t == absl::InfiniteFuture() ? 0 : absl::ToUnixMillis(t);
@@ -124,6 +146,33 @@ void ToProto(const store::ScrubberStatus& s, const store::ScrubberOptions& optio
   ToProto(s.found_total, out->mutable_found_total());
   out->set_objects_scrubbed_total(s.objects_scrubbed_total);
   out->set_objects_failed_total(s.objects_failed_total);
+}
+
+void ToProto(const repair::RepairStatus& s, v1::RepairStatus* out) {
+  out->set_paused(s.paused);
+  out->set_rate_bytes_per_sec(s.rate_bytes_per_sec);
+  out->set_delay_seconds(
+      static_cast<uint64_t>(std::max<int64_t>(absl::ToInt64Seconds(s.delay), 0)));
+  out->set_stripes_queued(s.stripes_queued);
+  out->set_stripes_waiting(s.stripes_waiting);
+  out->set_stripes_repaired(s.stripes_repaired);
+  out->set_blocks_repaired(s.blocks_repaired);
+  out->set_bytes_repaired(s.bytes_repaired);
+  out->set_stripes_lost(s.stripes_lost);
+  for (uint64_t n : s.stripes_by_redundancy) out->add_stripes_by_redundancy(n);
+  for (const auto& [left, level] : s.repaired_by_redundancy) {
+    v1::RepairLevel* l = out->add_repaired_by_redundancy();
+    l->set_redundancy_left(left);
+    l->set_first_batch(level.first_batch);
+    l->set_last_batch(level.last_batch);
+    l->set_stripes(level.stripes);
+  }
+  out->set_bytes_per_sec(s.bytes_per_sec);
+  // Rounded up: "0 s left" only once nothing is.
+  out->set_eta_seconds(s.eta ? absl::ToInt64Seconds(absl::Ceil(*s.eta, absl::Seconds(1))) : -1);
+  out->set_stalled(s.stalled);
+  out->set_last_progress_unix_ms(
+      s.last_progress == absl::InfinitePast() ? 0 : absl::ToUnixMillis(s.last_progress));
 }
 
 }  // namespace ecd::daemon

@@ -286,8 +286,8 @@ grpc::Status CxlService::SetInterruptPolicy(grpc::ServerContext* context,
   return GetInterruptPolicy(context, &get, response);
 }
 
-absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
-                                                       uint32_t default_device) {
+absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
+                                                        uint32_t default_device) {
   google::protobuf::Struct doc;
   if (!google::protobuf::util::JsonStringToMessage(line, &doc).ok()) {
     return absl::InvalidArgumentError("a line is not a JSON object");
@@ -305,20 +305,20 @@ absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
     auto it = f.find(key);
     return it != f.end() && it->second.has_string_value() ? it->second.string_value() : "";
   };
-  store::HealthEvent e;
+  repair::HealthEvent e;
   e.device = default_device;
   const std::string memdev = str("memdev");
   uint32_t n = 0;
   if (memdev.rfind("mem", 0) == 0 && absl::SimpleAtoi(memdev.substr(3), &n)) e.device = n;
   const std::string event = str("event");
   if (event == "cxl_general_media") {
-    e.kind = store::HealthEvent::Kind::kGeneralMedia;
+    e.kind = repair::HealthEvent::Kind::kGeneralMedia;
   } else if (event == "cxl_dram") {
-    e.kind = store::HealthEvent::Kind::kDram;
+    e.kind = repair::HealthEvent::Kind::kDram;
   } else if (event == "cxl_memory_module") {
-    e.kind = store::HealthEvent::Kind::kMemoryModule;
+    e.kind = repair::HealthEvent::Kind::kMemoryModule;
   } else if (event.rfind("cxl_", 0) == 0) {
-    e.kind = store::HealthEvent::Kind::kOther;
+    e.kind = repair::HealthEvent::Kind::kOther;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("a line names no cxl_* event (\"event\": \"", event, "\")"));
@@ -365,7 +365,7 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
                             " per call (--max-ingest-records); send them in smaller batches. "
                             "Nothing ingested"));
   }
-  std::vector<store::HealthEvent> events;
+  std::vector<repair::HealthEvent> events;
   if (request->raw_records_size() > 0) {
     absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
     if (!log.ok()) return Bad(std::string(log.status().message()));
@@ -376,24 +376,24 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
       if (!rec.ok()) {
         return Bad(absl::StrCat("record ", i, ": ", rec.status().message(), "; nothing ingested"));
       }
-      events.push_back(store::HealthEventFromRecord(request->device(), *log, *rec));
+      events.push_back(repair::HealthEventFromRecord(request->device(), *log, *rec));
     }
   }
   for (int i = 0; i < request->json_lines_size(); ++i) {
-    absl::StatusOr<store::HealthEvent> e =
+    absl::StatusOr<repair::HealthEvent> e =
         HealthEventFromJson(request->json_lines(i), request->device());
     if (!e.ok()) {
       return Bad(absl::StrCat("line ", i + 1, ": ", e.status().message(), "; nothing ingested"));
     }
     events.push_back(*std::move(e));
   }
-  for (const store::HealthEvent& e : events) {
+  for (const repair::HealthEvent& e : events) {
     if (monitor_->device(e.device) == nullptr) {
       return Bad(absl::StrCat("device ", e.device, " does not exist; nothing ingested"));
     }
   }
-  for (const store::HealthEvent& e : events) {
-    response->add_actions(store::PolicyActionName(policy_->Handle(e)));
+  for (const repair::HealthEvent& e : events) {
+    response->add_actions(repair::PolicyActionName(policy_->Handle(e)));
   }
   response->set_records(static_cast<uint32_t>(events.size()));
   return grpc::Status::OK;
@@ -404,7 +404,7 @@ grpc::Status CxlService::GetStats(grpc::ServerContext* context, const v1::CxlSta
   if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/GetStats"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  const store::CxlMonitorStats s = monitor_->stats();
+  const repair::CxlMonitorStats s = monitor_->stats();
   auto& c = *response->mutable_counters();
   c["interrupts"] = s.interrupts;
   c["drains"] = s.drains;

@@ -5,18 +5,18 @@
 #ifndef ECD_DAEMON_CXL_SERVICE_H_
 #define ECD_DAEMON_CXL_SERVICE_H_
 
+#include "daemon/auth.h"
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
-#include "daemon/auth.h"
 #include "ecd/v1/ecd.grpc.pb.h"
-#include "lib/store/cxl_monitor.h"
+#include "lib/repair/cxl_monitor.h"
 
 namespace ecd::daemon {
 
 class CxlService final : public v1::Cxl::Service {
  public:
   // Both must outlive the service.
-  CxlService(store::CxlMonitor* monitor, store::EventPolicy* policy)
+  CxlService(repair::CxlMonitor* monitor, repair::EventPolicy* policy)
       : monitor_(monitor), policy_(policy) {}
   // The input limits and the in-flight limiter; the limiter (may be null: no call limits) must
   // outlive the service. Call before serving.
@@ -50,8 +50,8 @@ class CxlService final : public v1::Cxl::Service {
 
  private:
   const Authorizer* auth_ = nullptr;
-  store::CxlMonitor* const monitor_;
-  store::EventPolicy* const policy_;
+  repair::CxlMonitor* const monitor_;
+  repair::EventPolicy* const policy_;
   Limits limits_;
   RequestLimiter* limiter_ = nullptr;
 };
@@ -60,8 +60,8 @@ class CxlService final : public v1::Cxl::Service {
 // InvalidArgument for a line that is not a JSON object or names no cxl_* event. Numbers are
 // JSON doubles: a missing or unparsable one is 0, one outside its field's range saturates (a
 // negative one is 0), and a DPA above 2^53 comes out rounded as a double.
-absl::StatusOr<store::HealthEvent> HealthEventFromJson(const std::string& line,
-                                                       uint32_t default_device);
+absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
+                                                        uint32_t default_device);
 
 // Builds the 128-byte record an Inject request describes. InvalidArgument for an unknown type.
 absl::StatusOr<cxl::EventRecord> RecordFromInject(const v1::CxlInjectRequest& request);

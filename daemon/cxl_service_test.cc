@@ -9,18 +9,18 @@
 #include <string>
 
 #include "lib/cxl/event_record.h"
-#include "lib/store/cxl_monitor.h"
+#include "lib/repair/cxl_monitor.h"
 
 namespace ecd::daemon {
 namespace {
 
 TEST(HealthEventFromJsonTest, TheIntegrationTestsAgentLine) {
-  absl::StatusOr<store::HealthEvent> e = HealthEventFromJson(
+  absl::StatusOr<repair::HealthEvent> e = HealthEventFromJson(
       R"({"system":"cxl","memdev":"mem5","event":"cxl_memory_module","log":"Failure",)"
       R"("hdr_flags":2,"health_status":4,"media_status":0})",
       0);
   ASSERT_TRUE(e.ok()) << e.status();
-  EXPECT_EQ(e->kind, store::HealthEvent::Kind::kMemoryModule);
+  EXPECT_EQ(e->kind, repair::HealthEvent::Kind::kMemoryModule);
   EXPECT_EQ(e->device, 5u);
   EXPECT_EQ(e->log, 2);
   EXPECT_EQ(e->severity, 2);
@@ -28,7 +28,7 @@ TEST(HealthEventFromJsonTest, TheIntegrationTestsAgentLine) {
 }
 
 TEST(HealthEventFromJsonTest, OutOfRangeNumbersSaturate) {
-  absl::StatusOr<store::HealthEvent> e = HealthEventFromJson(
+  absl::StatusOr<repair::HealthEvent> e = HealthEventFromJson(
       R"({"event":"cxl_dram","log":1e300,"hdr_flags":-5,"dpa":1.8446744073709552e19,)"
       R"("descriptor":300,"device_temp":-99999,"life_used":1e20,"health_status":-1,)"
       R"("media_status":"1e400","add_status":"nan"})",
@@ -52,9 +52,10 @@ TEST(HealthEventFromJsonTest, ARecordsJsonGivesTheRawRecordsEvent) {
   g.descriptor = cxl::kDescriptorUncorrectable;
   const cxl::EventRecord record = g;
   const std::string line = cxl::RecordToJson(record, "Failure");
-  absl::StatusOr<store::HealthEvent> got = HealthEventFromJson(line, 1);
+  absl::StatusOr<repair::HealthEvent> got = HealthEventFromJson(line, 1);
   ASSERT_TRUE(got.ok()) << got.status();
-  const store::HealthEvent want = store::HealthEventFromRecord(1, cxl::EventLog::kFailure, record);
+  const repair::HealthEvent want =
+      repair::HealthEventFromRecord(1, cxl::EventLog::kFailure, record);
   EXPECT_EQ(got->kind, want.kind);
   EXPECT_EQ(got->log, want.log);
   EXPECT_EQ(got->severity, want.severity);

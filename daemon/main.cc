@@ -25,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "daemon/auth.h"
 #include "daemon/cxl_service.h"
 #include "daemon/http_server.h"
@@ -35,11 +36,11 @@
 #include "daemon/services.h"
 #include "daemon/tls.h"
 #include "lib/nvme/dma_map.h"
-#include "lib/store/cxl_monitor.h"
-#include "lib/store/event_policy.h"
+#include "lib/repair/cxl_monitor.h"
+#include "lib/repair/event_policy.h"
+#include "lib/repair/repair_planner.h"
+#include "lib/repair/scrubber.h"
 #include "lib/store/fault_namespace.h"
-#include "lib/store/rebuild_scheduler.h"
-#include "lib/store/scrubber.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
 #include "lib/util/malloc_policy.h"
@@ -85,6 +86,8 @@ struct Flags {
   uint32_t nvme_mdts = 8;
   bool nvme_direct = true;
   std::string rebuild_rate = "0";
+  std::string repair_delay = "10m";
+  bool start_with_missing_devices = false;
   double scrub_interval_hours = 168;
   std::string scrub_rate = "32M";
   bool scrub_repair = true;
@@ -104,6 +107,22 @@ struct Flags {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "ecd: %s\n", message.c_str());
   return 2;
+}
+
+// A duration as operators write it: "10m", "30s", "1h30m", "0". InvalidArgument for anything
+// else, and for a negative or infinite one.
+absl::StatusOr<absl::Duration> ParseDelay(const std::string& text) {
+  absl::Duration d;
+  if (!absl::ParseDuration(text, &d) || d == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"", text,
+                     "\" is not a duration; write a number with a unit, e.g. 30s, 10m or 1h (0: at "
+                     "once)"));
+  }
+  if (d < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is negative"));
+  }
+  return d;
 }
 
 int Main(int argc, char** argv) {
@@ -208,8 +227,19 @@ int Main(int argc, char** argv) {
                  "Open namespaces with O_DIRECT where the file system supports it")
       ->capture_default_str();
   app.add_option("--rebuild-rate", f.rebuild_rate,
-                 "Bandwidth limit of proactive rebuild jobs in bytes/s (e.g. 200M); 0 = none")
+                 "Bandwidth limit of the repair (rebuilds, evacuations, media-range moves) in "
+                 "bytes/s (e.g. 200M); 0 = none. A rate set with `ecctl repair rate` is kept in "
+                 "the catalog and wins over this")
       ->capture_default_str();
+  app.add_option("--repair-delay", f.repair_delay,
+                 "How long a device that went down on its own (not opened, writes failing, cut "
+                 "short or wrongly labelled) may stay down before it is failed and its blocks "
+                 "are rebuilt elsewhere (e.g. 10m, 30s, 1h; 0: at once)")
+      ->capture_default_str();
+  app.add_flag("--start-with-missing-devices", f.start_with_missing_devices,
+               "Start even when more devices cannot be used than the fewest parity blocks of "
+               "any stored object, marking them down (by default ecd refuses: a missing mount "
+               "or a wrong path is likelier than that many dead disks)");
   app.add_option("--scrub-interval-hours", f.scrub_interval_hours,
                  "Hours between background scrub passes over every object (0: no background "
                  "scrub; a store never scrubbed starts one at once)")
@@ -326,6 +356,7 @@ int Main(int argc, char** argv) {
   options.ec_workers = f.ec_workers;
   options.ec_pin_workers = f.ec_pin_workers;
   options.stripes_in_flight = f.stripes_in_flight;
+  options.start_with_missing_devices = f.start_with_missing_devices;
   absl::StatusOr<uint64_t> dma_arena = ecd::ParseSize(f.dma_arena);
   if (!dma_arena.ok()) return Fail(absl::StrCat("--dma-arena: ", dma_arena.status().message()));
   options.dma_arena_bytes = *dma_arena;
@@ -390,11 +421,14 @@ int Main(int argc, char** argv) {
         ecd::store::NvmeNamespaceFactory(options.nvme), *std::move(faults), f.fault_seed);
   }
 
-  ecd::store::RebuildSchedulerOptions rebuild_options;
+  ecd::repair::RepairPlannerOptions repair_options;
   absl::StatusOr<uint64_t> rate = ecd::ParseSize(f.rebuild_rate);
   if (!rate.ok()) return Fail(absl::StrCat("--rebuild-rate: ", rate.status().message()));
-  rebuild_options.rate_bytes_per_sec = *rate;
-  ecd::store::ScrubberOptions scrub_options;
+  repair_options.rate_bytes_per_sec = *rate;
+  absl::StatusOr<absl::Duration> delay = ParseDelay(f.repair_delay);
+  if (!delay.ok()) return Fail(absl::StrCat("--repair-delay: ", delay.status().message()));
+  repair_options.repair_delay = *delay;
+  ecd::repair::ScrubberOptions scrub_options;
   absl::StatusOr<uint64_t> scrub_rate = ecd::ParseSize(f.scrub_rate);
   if (!scrub_rate.ok()) return Fail(absl::StrCat("--scrub-rate: ", scrub_rate.status().message()));
   scrub_options.rate_bytes_per_sec = *scrub_rate;
@@ -408,32 +442,32 @@ int Main(int argc, char** argv) {
     return 1;
   }
 
-  ecd::store::RebuildScheduler rebuilds(store->get(), rebuild_options);
-  rebuilds.ResumeEvacuations();
+  // Plans from the catalog at once: after a restart the repair resumes where it was.
+  ecd::repair::RepairPlanner planner(store->get(), repair_options);
   // A device whose flush failed is suspect: move everything off it.
-  (*store)->SetSuspectListener([&rebuilds](uint32_t device, const std::string& reason) {
-    ecd::store::RebuildSpec spec;
-    spec.kind = ecd::store::RebuildKind::kEvacuateDevice;
+  (*store)->SetSuspectListener([&planner](uint32_t device, const std::string& reason) {
+    ecd::repair::RebuildSpec spec;
+    spec.kind = ecd::repair::RebuildKind::kEvacuateDevice;
     spec.device = device;
     spec.reason = reason;
-    rebuilds.Submit(std::move(spec));
+    planner.Submit(std::move(spec));
   });
-  // The listener points at `rebuilds`: taken back before `rebuilds` goes, on every return path.
+  // The listener points at `planner`: taken back before `planner` goes, on every return path.
   absl::Cleanup forget_listener = [&store] { (*store)->SetSuspectListener(nullptr); };
-  ecd::store::Scrubber scrubber(store->get(), scrub_options);
+  ecd::repair::Scrubber scrubber(store->get(), scrub_options);
   ecd::daemon::RequestLimiter limiter(limits.max_streams_per_client, limits.max_streams);
   metrics.AttachLimiter(&limiter);
   ecd::daemon::ObjectsService objects(store->get(), &scrubber, scrub_options);
   objects.SetLimits(limits, &limiter);
-  ecd::store::EventPolicyOptions policy_options;
-  policy_options.media_error = *ecd::store::ParsePolicyAction(f.cxl_media_error);
-  policy_options.module_critical = *ecd::store::ParsePolicyAction(f.cxl_module_critical);
-  policy_options.fatal = *ecd::store::ParsePolicyAction(f.cxl_fatal);
-  policy_options.other = *ecd::store::ParsePolicyAction(f.cxl_other);
+  ecd::repair::EventPolicyOptions policy_options;
+  policy_options.media_error = *ecd::repair::ParsePolicyAction(f.cxl_media_error);
+  policy_options.module_critical = *ecd::repair::ParsePolicyAction(f.cxl_module_critical);
+  policy_options.fatal = *ecd::repair::ParsePolicyAction(f.cxl_fatal);
+  policy_options.other = *ecd::repair::ParsePolicyAction(f.cxl_other);
   policy_options.life_used_critical = f.cxl_life_used_critical;
   policy_options.temperature_critical = f.cxl_temperature_critical;
-  ecd::store::EventPolicy policy(store->get(), &rebuilds, policy_options);
-  ecd::store::CxlMonitorOptions cxl_options;
+  ecd::repair::EventPolicy policy(store->get(), &planner, policy_options);
+  ecd::repair::CxlMonitorOptions cxl_options;
   cxl_options.device.capacity.fill(f.cxl_log_capacity);
   cxl_options.poll_interval = absl::Seconds(f.cxl_poll_interval);
   cxl_options.initial_mode = f.cxl_interrupt_mode == "none" ? ecd::cxl::InterruptMode::kNone
@@ -444,15 +478,15 @@ int Main(int argc, char** argv) {
     ecd::Log(ecd::LogLevel::kError, "cannot list devices: %s", device_list.status().ToString());
     return 1;
   }
-  absl::StatusOr<std::unique_ptr<ecd::store::CxlMonitor>> cxl_monitor =
-      ecd::store::CxlMonitor::Create(&policy, static_cast<uint32_t>(device_list->size()),
-                                     cxl_options);
+  absl::StatusOr<std::unique_ptr<ecd::repair::CxlMonitor>> cxl_monitor =
+      ecd::repair::CxlMonitor::Create(&policy, static_cast<uint32_t>(device_list->size()),
+                                      cxl_options);
   if (!cxl_monitor.ok()) {
     ecd::Log(ecd::LogLevel::kError, "cannot start the CXL monitor: %s",
              cxl_monitor.status().ToString());
     return 1;
   }
-  metrics.Attach(store->get(), &rebuilds, &scrubber, cxl_monitor->get(), &policy);
+  metrics.Attach(store->get(), &planner, &scrubber, cxl_monitor->get(), &policy);
   std::unique_ptr<ecd::daemon::HttpEndpoint> http;  // Stops before the sources it reads.
   if (!f.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<ecd::daemon::HttpEndpoint>> started =
@@ -468,9 +502,9 @@ int Main(int argc, char** argv) {
   }
   ecd::daemon::CxlService cxl_service(cxl_monitor->get(), &policy);
   cxl_service.SetLimits(limits, &limiter);
-  ecd::daemon::DevicesService devices(store->get(), &rebuilds);
+  ecd::daemon::DevicesService devices(store->get(), &planner);
   devices.SetLimits(&limiter);
-  ecd::daemon::RebuildsService rebuild_service(&rebuilds);
+  ecd::daemon::RebuildsService rebuild_service(&planner);
   rebuild_service.SetLimits(&limiter);
   objects.set_authorizer(&authorizer);
   devices.set_authorizer(&authorizer);
@@ -565,7 +599,7 @@ int Main(int argc, char** argv) {
   waiter.join();
   server.reset();
   // The rest stops in reverse order of construction as Main returns: the CXL monitor and the
-  // policy, the scrubber and the rebuild scheduler (each finishing its current batch), then the
+  // policy, the scrubber and the repair planner (each finishing its current batch), then the
   // store.
   ecd::Log(ecd::LogLevel::kInfo, "ecd stopped serving; finishing background work");
   return 0;

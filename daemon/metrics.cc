@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -85,7 +86,7 @@ class PerScrape {
 // real alerts.
 struct StoreData {
   bool objects_ok = false;
-  double objects = 0, stripes = 0, bytes = 0, degraded = 0, lost = 0;
+  double objects = 0, bytes = 0, degraded = 0, lost = 0;
   bool devices_ok = false;
   std::vector<store::DeviceStatus> devices;
   uint64_t errors = 0;  // failed reads since ecd started, this one included
@@ -98,7 +99,6 @@ StoreData ReadStore(store::Store* store, std::atomic<uint64_t>& errors) {
   if (objects.ok()) {
     for (const store::ObjectStatus& o : *objects) {
       d.objects += 1;
-      d.stripes += static_cast<double>(o.object.stripe_count);
       d.bytes += static_cast<double>(o.object.size);
       d.degraded += static_cast<double>(o.degraded_stripes);
       d.lost += static_cast<double>(o.lost_stripes);
@@ -259,17 +259,18 @@ void DaemonMetrics::AttachLimiter(const RequestLimiter* limiter) {
       });
 }
 
-void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuilds,
-                           store::Scrubber* scrubber, store::CxlMonitor* monitor,
-                           store::EventPolicy* policy) {
+void DaemonMetrics::Attach(store::Store* store, repair::RepairPlanner* planner,
+                           repair::Scrubber* scrubber, repair::CxlMonitor* monitor,
+                           repair::EventPolicy* policy) {
   auto store_errors = std::make_shared<std::atomic<uint64_t>>(0);
   auto snapshot = std::make_shared<PerScrape<StoreData>>(
       [store, store_errors] { return ReadStore(store, *store_errors); }, &scrape_generation_);
-  auto rebuild_stats = std::make_shared<PerScrape<store::RebuildStats>>(
-      [rebuilds] { return rebuilds->Stats(); }, &scrape_generation_);
-  auto scrub_status = std::make_shared<PerScrape<store::ScrubberStatus>>(
+  auto rebuild_stats = std::make_shared<PerScrape<repair::RebuildStats>>(
+      [planner] { return planner->Stats(); }, &scrape_generation_);
+  AttachRepair(planner);
+  auto scrub_status = std::make_shared<PerScrape<repair::ScrubberStatus>>(
       [scrubber] { return scrubber->Status(); }, &scrape_generation_);
-  auto cxl_stats = std::make_shared<PerScrape<store::CxlMonitorStats>>(
+  auto cxl_stats = std::make_shared<PerScrape<repair::CxlMonitorStats>>(
       [monitor] { return monitor->stats(); }, &scrape_generation_);
   metrics::Registry& r = registry_;
 
@@ -284,8 +285,6 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   using Data = StoreData;
   r.AddCallback(MetricType::kGauge, "ecd_objects", "Objects stored.", {},
                 store_sum(&Data::objects));
-  r.AddCallback(MetricType::kGauge, "ecd_stripes", "Stripes of all objects.", {},
-                store_sum(&Data::stripes));
   r.AddCallback(MetricType::kGauge, "ecd_object_bytes", "Bytes of all objects (their sizes).", {},
                 store_sum(&Data::bytes));
   r.AddCallback(MetricType::kGauge, "ecd_degraded_stripes",
@@ -310,12 +309,12 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   };
   r.AddCallback(
       MetricType::kGauge, "ecd_device_state",
-      "1 for the device's state (online, failing, failed), 0 for the others.", {"device", "state"},
-      [snapshot] {
+      "1 for the device's state (online, failing, failed, down), 0 for the others.",
+      {"device", "state"}, [snapshot] {
         std::vector<Sample> out;
         for (const store::DeviceStatus& d : snapshot->Get()->devices) {
           for (store::DeviceState s : {store::DeviceState::kOnline, store::DeviceState::kFailing,
-                                       store::DeviceState::kFailed}) {
+                                       store::DeviceState::kFailed, store::DeviceState::kDown}) {
             out.push_back({{absl::StrCat(d.record.id), store::DeviceStateName(s)},
                            d.record.state == s ? 1.0 : 0.0});
           }
@@ -448,7 +447,7 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   // Rebuilds.
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_jobs", "Rebuild jobs waiting or running.",
                 {"state"}, [rebuild_stats] {
-                  const store::RebuildStats& s = *rebuild_stats->Get();
+                  const repair::RebuildStats& s = *rebuild_stats->Get();
                   return std::vector<Sample>{{{"queued"}, static_cast<double>(s.queued)},
                                              {{"running"}, static_cast<double>(s.running)}};
                 });
@@ -457,32 +456,32 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       "Rebuild jobs finished since ecd started, by kind and result (done, failed).",
       {"kind", "result"}, [rebuild_stats] {
         std::vector<Sample> out;
-        const store::RebuildStats& s = *rebuild_stats->Get();
-        for (store::RebuildKind k :
-             {store::RebuildKind::kEvacuateDevice, store::RebuildKind::kMediaRange,
-              store::RebuildKind::kRepairObject}) {
-          for (store::RebuildState st :
-               {store::RebuildState::kDone, store::RebuildState::kFailed}) {
+        const repair::RebuildStats& s = *rebuild_stats->Get();
+        for (repair::RebuildKind k :
+             {repair::RebuildKind::kEvacuateDevice, repair::RebuildKind::kMediaRange,
+              repair::RebuildKind::kRepairObject}) {
+          for (repair::RebuildState st :
+               {repair::RebuildState::kDone, repair::RebuildState::kFailed}) {
             auto it = s.finished.find({k, st});
-            out.push_back({{store::RebuildKindName(k), store::RebuildStateName(st)},
+            out.push_back({{repair::RebuildKindName(k), repair::RebuildStateName(st)},
                            it == s.finished.end() ? 0.0 : static_cast<double>(it->second)});
           }
         }
         return out;
       });
   r.AddCallback(MetricType::kCounter, "ecd_rebuild_bytes_total",
-                "Bytes rebuilt or relocated by rebuild jobs.", {},
+                "Bytes rebuilt or relocated by rebuild jobs and automatic repairs.", {},
                 OneSample([rebuild_stats] { return rebuild_stats->Get()->bytes_moved; }));
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_eta_seconds",
-                "Estimated seconds left of the running rebuild job (absent when none runs or "
-                "before its first progress).",
+                "Estimated seconds until no rebuild job and no repair is left, at the recent "
+                "rate (absent when idle or not known yet).",
                 {}, [rebuild_stats] {
-                  const store::RebuildStats& s = *rebuild_stats->Get();
+                  const repair::RebuildStats& s = *rebuild_stats->Get();
                   if (!s.eta) return std::vector<Sample>{};
                   return std::vector<Sample>{{{}, absl::ToDoubleSeconds(*s.eta)}};
                 });
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_last_progress_timestamp_seconds",
-                "Unix time a rebuild job last moved bytes, finished an object or started (0: "
+                "Unix time the repair or a rebuild job last moved bytes or finished a batch (0: "
                 "never).",
                 {}, OneSample([rebuild_stats] {
                   return UnixSecondsOrZero(rebuild_stats->Get()->last_progress);
@@ -492,7 +491,7 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
   auto scrub = [scrub_status](auto value) {
     return OneSample([scrub_status, value] { return value(*scrub_status->Get()); });
   };
-  using Scrub = store::ScrubberStatus;
+  using Scrub = repair::ScrubberStatus;
   r.AddCallback(MetricType::kGauge, "ecd_scrub_running", "1 while a background scrub pass runs.",
                 {}, scrub([](const Scrub& s) { return s.running ? 1 : 0; }));
   r.AddCallback(MetricType::kGauge, "ecd_scrub_pass_objects_done",
@@ -539,7 +538,7 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       });
   auto per_cxl_device = [cxl_stats](auto field) {
     return [cxl_stats, field] {
-      const store::CxlMonitorStats& s = *cxl_stats->Get();
+      const repair::CxlMonitorStats& s = *cxl_stats->Get();
       const std::vector<uint64_t>& v = field(s);
       std::vector<Sample> out;
       for (size_t d = 0; d < v.size(); ++d) {
@@ -548,37 +547,98 @@ void DaemonMetrics::Attach(store::Store* store, store::RebuildScheduler* rebuild
       return out;
     };
   };
-  r.AddCallback(MetricType::kCounter, "ecd_cxl_overflows_total",
-                "CXL event log overflows (records the device dropped), by device.", {"device"},
-                per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
-                  return s.overflows_by_device;
-                }));
-  r.AddCallback(MetricType::kCounter, "ecd_cxl_overflowed_records_total",
-                "CXL event records lost to log overflows (the overflow reports' counts), by "
-                "device.",
-                {"device"},
-                per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
-                  return s.overflowed_records_by_device;
-                }));
-  r.AddCallback(MetricType::kCounter, "ecd_cxl_decode_errors_total",
-                "CXL event records that could not be decoded, by device.", {"device"},
-                per_cxl_device([](const store::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
-                  return s.decode_errors_by_device;
-                }));
   r.AddCallback(
-      MetricType::kCounter, "ecd_cxl_policy_actions_total",
-      "Actions the CXL event policy took (ignore, count, rebuild, evacuate, fail).", {"action"},
-      [policy] {
-        std::map<std::string, uint64_t> c = policy->counters();
-        std::vector<Sample> out;
-        for (store::PolicyAction a : {store::PolicyAction::kIgnore, store::PolicyAction::kCount,
-                                      store::PolicyAction::kRebuildRange,
-                                      store::PolicyAction::kEvacuate, store::PolicyAction::kFail}) {
-          const std::string name = store::PolicyActionName(a);
-          out.push_back({{name}, static_cast<double>(c[name])});
-        }
-        return out;
-      });
+      MetricType::kCounter, "ecd_cxl_overflows_total",
+      "CXL event log overflows (records the device dropped), by device.", {"device"},
+      per_cxl_device([](const repair::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
+        return s.overflows_by_device;
+      }));
+  r.AddCallback(
+      MetricType::kCounter, "ecd_cxl_overflowed_records_total",
+      "CXL event records lost to log overflows (the overflow reports' counts), by "
+      "device.",
+      {"device"},
+      per_cxl_device([](const repair::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
+        return s.overflowed_records_by_device;
+      }));
+  r.AddCallback(
+      MetricType::kCounter, "ecd_cxl_decode_errors_total",
+      "CXL event records that could not be decoded, by device.", {"device"},
+      per_cxl_device([](const repair::CxlMonitorStats& s) -> const std::vector<uint64_t>& {
+        return s.decode_errors_by_device;
+      }));
+  r.AddCallback(MetricType::kCounter, "ecd_cxl_policy_actions_total",
+                "Actions the CXL event policy took (ignore, count, rebuild, evacuate, fail).",
+                {"action"}, [policy] {
+                  std::map<std::string, uint64_t> c = policy->counters();
+                  std::vector<Sample> out;
+                  for (repair::PolicyAction a :
+                       {repair::PolicyAction::kIgnore, repair::PolicyAction::kCount,
+                        repair::PolicyAction::kRebuildRange, repair::PolicyAction::kEvacuate,
+                        repair::PolicyAction::kFail}) {
+                    const std::string name = repair::PolicyActionName(a);
+                    out.push_back({{name}, static_cast<double>(c[name])});
+                  }
+                  return out;
+                });
+}
+
+void DaemonMetrics::AttachRepair(repair::RepairPlanner* planner) {
+  auto status = std::make_shared<PerScrape<repair::RepairStatus>>(
+      [planner] { return planner->Status(); }, &scrape_generation_);
+  auto repair = [status](auto value) {
+    return OneSample([status, value] { return value(*status->Get()); });
+  };
+  using Repair = repair::RepairStatus;
+  metrics::Registry& r = registry_;
+  r.AddCallback(MetricType::kGauge, "ecd_stripes",
+                "Stripes of all objects by redundancy left: the blocks each can still lose "
+                "before its data is lost (healthy blocks minus M), 0 up to the largest K stored. "
+                "Stripes already lost are in ecd_lost_stripes.",
+                {"redundancy_left"}, [status] {
+                  std::vector<Sample> out;
+                  const std::vector<uint64_t>& by = status->Get()->stripes_by_redundancy;
+                  for (size_t left = 0; left < by.size(); ++left) {
+                    out.push_back({{absl::StrCat(left)}, static_cast<double>(by[left])});
+                  }
+                  return out;
+                });
+  r.AddCallback(MetricType::kGauge, "ecd_repair_queue_stripes",
+                "Stripes with a block the repair has to rebuild or move.", {},
+                repair([](const Repair& s) { return s.stripes_queued; }));
+  r.AddCallback(MetricType::kGauge, "ecd_repair_waiting_stripes",
+                "Stripes whose only missing blocks are on down devices still within the repair "
+                "delay (--repair-delay).",
+                {}, repair([](const Repair& s) { return s.stripes_waiting; }));
+  r.AddCallback(MetricType::kCounter, "ecd_repair_stripes_total",
+                "Stripes the repair brought back to full redundancy.", {},
+                repair([](const Repair& s) { return s.stripes_repaired; }));
+  r.AddCallback(MetricType::kCounter, "ecd_repair_blocks_total",
+                "Blocks the repair rebuilt or moved.", {},
+                repair([](const Repair& s) { return s.blocks_repaired; }));
+  r.AddCallback(MetricType::kCounter, "ecd_repair_bytes_total",
+                "Bytes the repair rebuilt or moved.", {},
+                repair([](const Repair& s) { return s.bytes_repaired; }));
+  r.AddCallback(MetricType::kGauge, "ecd_repair_lost_stripes",
+                "Stripes the repair found with fewer than M good blocks: it cannot rebuild them.",
+                {}, repair([](const Repair& s) { return s.stripes_lost; }));
+  r.AddCallback(MetricType::kGauge, "ecd_repair_eta_seconds",
+                "Estimated seconds until every stripe is back to full redundancy, at the recent "
+                "repair rate (absent when idle or not known yet).",
+                {}, [status] {
+                  const std::optional<absl::Duration>& eta = status->Get()->eta;
+                  if (!eta) return std::vector<Sample>{};
+                  return std::vector<Sample>{{{}, absl::ToDoubleSeconds(*eta)}};
+                });
+  r.AddCallback(MetricType::kGauge, "ecd_repair_paused",
+                "1 while the repair is paused (ecctl repair pause), else 0.", {},
+                repair([](const Repair& s) { return s.paused ? 1 : 0; }));
+  r.AddCallback(MetricType::kGauge, "ecd_repair_stalled",
+                "1 while the repair cannot go on (ecctl repair status says why), else 0.", {},
+                repair([](const Repair& s) { return s.stalled.empty() ? 0 : 1; }));
+  r.AddCallback(MetricType::kGauge, "ecd_repair_rate_limit_bytes_per_second",
+                "The repair's bandwidth limit (ecctl repair rate, --rebuild-rate); 0: none.", {},
+                repair([](const Repair& s) { return s.rate_bytes_per_sec; }));
 }
 
 std::string DaemonMetrics::Expose() const {

@@ -1,6 +1,6 @@
 // DaemonMetrics: every ecd_* metric the daemon exports, and the hooks that feed them.
 //
-// Values that already exist in the store, the rebuild scheduler, the scrubber and the CXL
+// Values that already exist in the store, the repair planner, the scrubber and the CXL
 // monitor are read when Prometheus scrapes (callback families); only RPCs, EC tasks and catalog
 // commits are counted as they happen (through hooks that touch atomics only). docs/metrics.md
 // lists every metric with its labels and meaning.
@@ -22,10 +22,10 @@
 #include "daemon/request_limiter.h"
 #include "lib/ec/engine.h"
 #include "lib/metrics/registry.h"
-#include "lib/store/cxl_monitor.h"
-#include "lib/store/event_policy.h"
-#include "lib/store/rebuild_scheduler.h"
-#include "lib/store/scrubber.h"
+#include "lib/repair/cxl_monitor.h"
+#include "lib/repair/event_policy.h"
+#include "lib/repair/repair_planner.h"
+#include "lib/repair/scrubber.h"
 #include "lib/store/store.h"
 
 namespace ecd::daemon {
@@ -74,8 +74,8 @@ class DaemonMetrics {
 
   // Registers the scrape-time families over these sources. Call once, before serving.
   // REQUIRES: all of them outlive the metrics' last Expose().
-  void Attach(store::Store* store, store::RebuildScheduler* rebuilds, store::Scrubber* scrubber,
-              store::CxlMonitor* monitor, store::EventPolicy* policy);
+  void Attach(store::Store* store, repair::RepairPlanner* planner, repair::Scrubber* scrubber,
+              repair::CxlMonitor* monitor, repair::EventPolicy* policy);
 
   // Registers ecd_inflight_requests and ecd_limit_rejections_total over `limiter`. Call once,
   // before serving. REQUIRES: the limiter outlives the metrics' last Expose().
@@ -85,6 +85,10 @@ class DaemonMetrics {
   std::string Expose() const;
 
  private:
+  // The repair's families (ecd_stripes, ecd_repair_*), from RepairPlanner::Status once per
+  // scrape.
+  void AttachRepair(repair::RepairPlanner* planner);
+
   metrics::Registry registry_;
   metrics::Family<metrics::Counter>& rpc_requests_;
   metrics::Family<metrics::Histogram>& rpc_duration_;

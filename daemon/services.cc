@@ -1,4 +1,5 @@
-// Objects and Devices services: stream adapters between gRPC and the Store.
+// Objects, Devices and Rebuilds services: adapters between gRPC and the Store and the
+// RepairPlanner.
 #include "daemon/services.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -405,8 +406,8 @@ std::optional<grpc::Status> ReadRequestOf(
 
 }  // namespace
 
-ObjectsService::ObjectsService(store::Store* store, store::Scrubber* scrubber,
-                               const store::ScrubberOptions& scrub_options)
+ObjectsService::ObjectsService(store::Store* store, repair::Scrubber* scrubber,
+                               const repair::ScrubberOptions& scrub_options)
     : store_(store), scrubber_(scrubber), scrub_options_(scrub_options) {
   // grpc::Service's hook for replacing a sync method's handler: the same client-streaming
   // handler the generated code installs, reading grpc::ByteBuffer instead of a parsed message.
@@ -607,11 +608,11 @@ grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::Scrub
   if (!admit.ok()) return admit.status();
   std::vector<std::string> names;
   if (!request->name().empty()) names.push_back(request->name());
-  absl::StatusOr<store::ScrubReport> done = scrubber_->ScrubNow(
+  absl::StatusOr<repair::ScrubReport> done = scrubber_->ScrubNow(
       names,
-      store::ScrubOptions{.repair = !request->check_only(),
-                          .rate_bytes_per_sec = request->rate_bytes_per_sec()},
-      [&](const store::ScrubReport& report) {
+      repair::ScrubOptions{.repair = !request->check_only(),
+                           .rate_bytes_per_sec = request->rate_bytes_per_sec()},
+      [&](const repair::ScrubReport& report) {
         v1::ScrubProgress message;
         ToProto(report, &message);
         writer->Write(message);
@@ -653,46 +654,84 @@ grpc::Status DevicesService::SetState(grpc::ServerContext* context,
   if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/SetState"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  store::DeviceState state;
-  switch (request->state()) {
-    case v1::DEVICE_STATE_ONLINE:
-      state = store::DeviceState::kOnline;
-      break;
-    case v1::DEVICE_STATE_FAILED:
-      state = store::DeviceState::kFailed;
-      break;
-    case v1::DEVICE_STATE_FAILING: {
-      // Evacuation: the job marks the device failing, moves its blocks, then fails it.
-      absl::StatusOr<std::vector<store::DeviceStatus>> all = store_->ListDevices();
-      if (!all.ok()) return ToGrpc(all.status());
-      if (request->id() >= all->size()) {
-        return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                            absl::StrCat("device ", request->id(), " not found (ecctl device ls)"));
-      }
-      // A failing device may be evacuated again (after a job failed for lack of space); a
-      // failed one has nothing left that could be read off it.
-      if ((*all)[request->id()].record.state == store::DeviceState::kFailed) {
-        return grpc::Status(
-            grpc::StatusCode::FAILED_PRECONDITION,
-            absl::StrCat("device ", request->id(),
-                         " is failed: nothing can be moved off it. Run `ecctl recover NAME` for "
-                         "its objects, or `ecctl device online ",
-                         request->id(), "` once it is replaced"));
-      }
-      store::RebuildSpec spec;
-      spec.kind = store::RebuildKind::kEvacuateDevice;
-      spec.device = request->id();
-      spec.reason = "operator asked to evacuate the device";
-      rebuilds_->Submit(std::move(spec));
-      ToProto((*all)[request->id()], response->mutable_device());
-      response->mutable_device()->set_state(v1::DEVICE_STATE_FAILING);
-      return grpc::Status::OK;
-    }
-    default:
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "device state must be ONLINE, FAILING (evacuate) or FAILED");
+  const std::optional<store::DeviceState> state = FromProto(request->state());
+  if (!state || *state == store::DeviceState::kDown) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "device state must be ONLINE, FAILING (evacuate) or FAILED; ecd marks "
+                        "devices DOWN itself");
   }
-  absl::StatusOr<store::DeviceStatus> device = store_->SetDeviceState(request->id(), state);
+  if (*state == store::DeviceState::kFailing) return Evacuate(request->id(), response);
+  absl::StatusOr<store::DeviceStatus> device = store_->SetDeviceState(request->id(), *state);
+  if (!device.ok()) return ToGrpc(device.status());
+  ToProto(*device, response->mutable_device());
+  return grpc::Status::OK;
+}
+
+grpc::Status DevicesService::Evacuate(uint32_t id, v1::SetDeviceStateResponse* response) {
+  absl::StatusOr<std::vector<store::DeviceStatus>> all = store_->ListDevices();
+  if (!all.ok()) return ToGrpc(all.status());
+  if (id >= all->size()) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("device ", id, " not found (ecctl device ls)"));
+  }
+  // A failing device may be evacuated again (after a job failed for lack of space); a failed
+  // or down one has nothing left that could be read off it.
+  switch ((*all)[id].record.state) {
+    case store::DeviceState::kFailed:
+      return grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("device ", id,
+                       " is failed: nothing can be moved off it; the repair rebuilds its blocks "
+                       "elsewhere (ecctl repair status). Run `ecctl device replace ",
+                       id, "` once its disk is replaced"));
+    case store::DeviceState::kDown:
+      return grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("device ", id,
+                       " is down: nothing can be read off it. Its blocks are rebuilt once it has "
+                       "been down for the repair delay; `ecctl device fail ",
+                       id, "` rebuilds them now, `ecctl device online ", id,
+                       "` brings it back if its disk is there again"));
+    default:
+      break;
+  }
+  repair::RebuildSpec spec;
+  spec.kind = repair::RebuildKind::kEvacuateDevice;
+  spec.device = id;
+  spec.reason = "operator asked to evacuate the device";
+  planner_->Submit(std::move(spec));
+  ToProto((*all)[id], response->mutable_device());
+  response->mutable_device()->set_state(v1::DEVICE_STATE_FAILING);
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<store::DeviceRecord> DevicesService::RecordOf(uint32_t id) const {
+  for (const store::DeviceRecord& r : store_->DeviceRecords()) {
+    if (r.id == id) return r;
+  }
+  return absl::NotFoundError(absl::StrCat("device ", id, " not found (ecctl device ls)"));
+}
+
+grpc::Status DevicesService::Replace(grpc::ServerContext* context,
+                                     const v1::ReplaceDeviceRequest* request,
+                                     v1::ReplaceDeviceResponse* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/Replace"); !s.ok()) return s;
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
+  const uint32_t id = request->id();
+  absl::StatusOr<store::DeviceRecord> record = RecordOf(id);
+  if (!record.ok()) return ToGrpc(record.status());
+  if (record->state == store::DeviceState::kOnline ||
+      record->state == store::DeviceState::kFailing) {
+    return grpc::Status(
+        grpc::StatusCode::FAILED_PRECONDITION,
+        absl::StrCat("device ", id, " is ", store::DeviceStateName(record->state),
+                     ": only a failed or down device is replaced. Fail it first (`ecctl device "
+                     "fail ",
+                     id, "`), or evacuate it (`ecctl device evacuate ", id,
+                     " --wait`) to move its blocks off while it still reads"));
+  }
+  absl::StatusOr<store::DeviceStatus> device = store_->ReplaceDevice(id);
   if (!device.ok()) return ToGrpc(device.status());
   ToProto(*device, response->mutable_device());
   return grpc::Status::OK;
@@ -700,10 +739,10 @@ grpc::Status DevicesService::SetState(grpc::ServerContext* context,
 
 namespace {
 
-void ToProto(const store::RebuildJob& j, v1::RebuildJob* out) {
+void ToProto(const repair::RebuildJob& j, v1::RebuildJob* out) {
   out->set_id(j.id);
-  out->set_kind(store::RebuildKindName(j.spec.kind));
-  out->set_state(store::RebuildStateName(j.state));
+  out->set_kind(repair::RebuildKindName(j.spec.kind));
+  out->set_state(repair::RebuildStateName(j.state));
   out->set_priority(j.priority);
   out->set_device(j.spec.device);
   out->set_first_lba(j.spec.first_lba);
@@ -730,7 +769,8 @@ grpc::Status RebuildsService::List(grpc::ServerContext* context,
   if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/List"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  for (const store::RebuildJob& j : rebuilds_->List()) ToProto(j, response->add_jobs());
+  for (const repair::RebuildJob& j : planner_->List()) ToProto(j, response->add_jobs());
+  ToProto(planner_->Status(), response->mutable_repair());
   return grpc::Status::OK;
 }
 
@@ -739,13 +779,59 @@ grpc::Status RebuildsService::Get(grpc::ServerContext* context,
   if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/Get"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  std::optional<store::RebuildJob> j = rebuilds_->Get(request->id());
+  std::optional<repair::RebuildJob> j = planner_->Get(request->id());
   if (!j) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
                         absl::StrCat("rebuild job ", request->id(),
                                      " not found; `ecctl rebuild ls` lists the known jobs"));
   }
   ToProto(*j, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status RebuildsService::GetRepairStatus(grpc::ServerContext* context,
+                                              const v1::RepairStatusRequest* request,
+                                              v1::RepairStatus* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/GetRepairStatus"); !s.ok()) return s;
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
+  ToProto(planner_->Status(), response);
+  return grpc::Status::OK;
+}
+
+grpc::Status RebuildsService::SetRepair(grpc::ServerContext* context,
+                                        const v1::SetRepairRequest* request,
+                                        v1::RepairStatus* response) {
+  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/SetRepair"); !s.ok()) return s;
+  auto admit = RequestLimiter::Admit(limiter_, context);
+  if (!admit.ok()) return admit.status();
+  if (!request->has_paused() && !request->has_rate_bytes_per_sec()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "SetRepair changes nothing: set paused or rate_bytes_per_sec");
+  }
+  if (grpc::Status s = ApplyRepairSettings(*request); !s.ok()) return s;
+  ToProto(planner_->Status(), response);
+  return grpc::Status::OK;
+}
+
+grpc::Status RebuildsService::ApplyRepairSettings(const v1::SetRepairRequest& request) {
+  std::string changed = "nothing was changed";
+  if (request.has_rate_bytes_per_sec()) {
+    const uint64_t rate = request.rate_bytes_per_sec();
+    if (absl::Status s = planner_->SetRate(rate); !s.ok()) {
+      return ToGrpc(absl::Status(
+          s.code(), absl::StrCat("cannot set the repair rate: ", s.message(), "; ", changed)));
+    }
+    changed = absl::StrCat("the rate was set to ",
+                           rate == 0 ? "unlimited" : absl::StrCat(rate, " bytes/s"));
+  }
+  if (request.has_paused()) {
+    if (absl::Status s = planner_->SetPaused(request.paused()); !s.ok()) {
+      return ToGrpc(
+          absl::Status(s.code(), absl::StrCat("cannot ", request.paused() ? "pause" : "resume",
+                                              " the repair: ", s.message(), "; ", changed)));
+    }
+  }
   return grpc::Status::OK;
 }
 

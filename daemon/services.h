@@ -1,5 +1,6 @@
-// The gRPC services of ecd.v1 (Objects, Devices), adapting lib/store to the wire. They hold no
-// state of their own; every request is one call into the Store.
+// The gRPC services of ecd.v1 (Objects, Devices, Rebuilds), adapting lib/store and lib/repair to
+// the wire. They hold no state of their own; every request is a call or two into the Store or
+// the RepairPlanner.
 #ifndef ECD_DAEMON_SERVICES_H_
 #define ECD_DAEMON_SERVICES_H_
 
@@ -7,8 +8,8 @@
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
 #include "ecd/v1/ecd.grpc.pb.h"
-#include "lib/store/rebuild_scheduler.h"
-#include "lib/store/scrubber.h"
+#include "lib/repair/repair_planner.h"
+#include "lib/repair/scrubber.h"
 #include "lib/store/store.h"
 
 namespace ecd::daemon {
@@ -22,8 +23,8 @@ class ObjectsService final : public v1::Objects::Service {
   // EncodeFromBytes and UpdateFromBytes, which copy each message's data once, from gRPC's
   // slices into the store's buffer. Read and GetBlock likewise send raw ByteBuffers, each
   // ReadResponse built in one slice (ReadFromBytes, GetBlockFromBytes).
-  ObjectsService(store::Store* store, store::Scrubber* scrubber,
-                 const store::ScrubberOptions& scrub_options);
+  ObjectsService(store::Store* store, repair::Scrubber* scrubber,
+                 const repair::ScrubberOptions& scrub_options);
   // The input limits and the in-flight limiter; the limiter (may be null: no call limits) must
   // outlive the service. Call before serving.
   void SetLimits(const Limits& limits, RequestLimiter* limiter) {
@@ -65,8 +66,8 @@ class ObjectsService final : public v1::Objects::Service {
  private:
   const Authorizer* auth_ = nullptr;
   store::Store* const store_;
-  store::Scrubber* const scrubber_;
-  const store::ScrubberOptions scrub_options_;
+  repair::Scrubber* const scrubber_;
+  const repair::ScrubberOptions scrub_options_;
   Limits limits_;
   RequestLimiter* limiter_ = nullptr;
 };
@@ -74,8 +75,8 @@ class ObjectsService final : public v1::Objects::Service {
 class DevicesService final : public v1::Devices::Service {
  public:
   // Both must outlive the service.
-  DevicesService(store::Store* store, store::RebuildScheduler* rebuilds)
-      : store_(store), rebuilds_(rebuilds) {}
+  DevicesService(store::Store* store, repair::RepairPlanner* planner)
+      : store_(store), planner_(planner) {}
   // The in-flight limiter (may be null: no call limits) must
   // outlive the service. Call before serving.
   void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
@@ -84,20 +85,28 @@ class DevicesService final : public v1::Devices::Service {
                     v1::ListDevicesResponse* response) override;
   grpc::Status SetState(grpc::ServerContext* context, const v1::SetDeviceStateRequest* request,
                         v1::SetDeviceStateResponse* response) override;
+  grpc::Status Replace(grpc::ServerContext* context, const v1::ReplaceDeviceRequest* request,
+                       v1::ReplaceDeviceResponse* response) override;
 
   // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
   void set_authorizer(const Authorizer* auth) { auth_ = auth; }
 
  private:
+  // SetState FAILING: queues the evacuation of device `id`; its job marks it failing.
+  grpc::Status Evacuate(uint32_t id, v1::SetDeviceStateResponse* response);
+  // The device's record, or NOT_FOUND naming `id`.
+  absl::StatusOr<store::DeviceRecord> RecordOf(uint32_t id) const;
+
   const Authorizer* auth_ = nullptr;
   store::Store* const store_;
-  store::RebuildScheduler* const rebuilds_;
+  repair::RepairPlanner* const planner_;
   RequestLimiter* limiter_ = nullptr;
 };
 
 class RebuildsService final : public v1::Rebuilds::Service {
  public:
-  explicit RebuildsService(store::RebuildScheduler* rebuilds) : rebuilds_(rebuilds) {}
+  // The planner must outlive the service.
+  explicit RebuildsService(repair::RepairPlanner* planner) : planner_(planner) {}
   // The in-flight limiter (may be null: no call limits) must
   // outlive the service. Call before serving.
   void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
@@ -106,13 +115,21 @@ class RebuildsService final : public v1::Rebuilds::Service {
                     v1::ListRebuildsResponse* response) override;
   grpc::Status Get(grpc::ServerContext* context, const v1::GetRebuildRequest* request,
                    v1::RebuildJob* response) override;
+  grpc::Status GetRepairStatus(grpc::ServerContext* context, const v1::RepairStatusRequest* request,
+                               v1::RepairStatus* response) override;
+  grpc::Status SetRepair(grpc::ServerContext* context, const v1::SetRepairRequest* request,
+                         v1::RepairStatus* response) override;
 
   // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
   void set_authorizer(const Authorizer* auth) { auth_ = auth; }
 
  private:
+  // Applies the settings `request` carries, the rate first; the first error, saying what was
+  // changed before it.
+  grpc::Status ApplyRepairSettings(const v1::SetRepairRequest& request);
+
   const Authorizer* auth_ = nullptr;
-  store::RebuildScheduler* const rebuilds_;
+  repair::RepairPlanner* const planner_;
   RequestLimiter* limiter_ = nullptr;
 };
 

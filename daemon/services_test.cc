@@ -4,6 +4,8 @@
 // checked over a real store in tests/integration/limits_client.py. Read: over a real store, the
 // messages ReadStreamSink builds and its sender thread writes carry the object's bytes in order,
 // and a client that leaves in the middle of a read leaves the service able to serve the next.
+// Devices and Rebuilds, over a real store and repair planner: Replace, SetState's refusals, the
+// fields of a down device, SetRepair and the repair's status.
 #include "daemon/services.h"
 
 #include <grpcpp/generic/generic_stub.h>
@@ -15,8 +17,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "ecd/v1/ecd.pb.h"
+#include "lib/repair/repair_planner.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::daemon {
@@ -59,7 +63,7 @@ class RawRequestTest : public ::testing::Test {
     return status;
   }
 
-  ObjectsService objects_{nullptr, nullptr, store::ScrubberOptions{}};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}};
   grpc::ServerBuilder builder_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::GenericStub> stub_;
@@ -124,7 +128,7 @@ class ReadStreamTest : public store::TempStoreTest {
  protected:
   void SetUp() override {
     store::TempStoreTest::SetUp();
-    objects_ = std::make_unique<ObjectsService>(store_.get(), nullptr, store::ScrubberOptions{});
+    objects_ = std::make_unique<ObjectsService>(store_.get(), nullptr, repair::ScrubberOptions{});
     builder_.RegisterService(objects_.get());
     // Reads go in process (gRPC hands the sink's own slices to the client, so a pin released
     // too early shows as wrong bytes) or over loopback TCP, as ecctl reads.
@@ -269,6 +273,147 @@ TEST_F(ReadStreamTest, AClientThatLeavesMidReadLeavesTheServiceServing) {
     ASSERT_TRUE(got.status.ok()) << got.status.error_message();
     EXPECT_TRUE(got.bytes == AsString(data)) << name;
   }
+}
+
+// Devices and Rebuilds over a real store and repair planner, in process.
+class RepairServicesTest : public store::TempStoreTest {
+ protected:
+  void SetUp() override {
+    store::TempStoreTest::SetUp();
+    repair::RepairPlannerOptions options;
+    options.repair_delay = absl::Hours(1);
+    planner_ = std::make_unique<repair::RepairPlanner>(store_.get(), options);
+    devices_ = std::make_unique<DevicesService>(store_.get(), planner_.get());
+    rebuilds_ = std::make_unique<RebuildsService>(planner_.get());
+    builder_.RegisterService(devices_.get());
+    builder_.RegisterService(rebuilds_.get());
+    server_ = builder_.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    devices_stub_ = v1::Devices::NewStub(server_->InProcessChannel({}));
+    rebuilds_stub_ = v1::Rebuilds::NewStub(server_->InProcessChannel({}));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+    server_.reset();
+    planner_.reset();  // before the store
+    store::TempStoreTest::TearDown();
+  }
+
+  grpc::Status Replace(uint32_t id, v1::ReplaceDeviceResponse* response) {
+    grpc::ClientContext context;
+    v1::ReplaceDeviceRequest request;
+    request.set_id(id);
+    return devices_stub_->Replace(&context, request, response);
+  }
+  grpc::Status SetState(uint32_t id, v1::DeviceState state) {
+    grpc::ClientContext context;
+    v1::SetDeviceStateRequest request;
+    request.set_id(id);
+    request.set_state(state);
+    v1::SetDeviceStateResponse response;
+    return devices_stub_->SetState(&context, request, &response);
+  }
+  grpc::Status SetRepair(const v1::SetRepairRequest& request, v1::RepairStatus* response) {
+    grpc::ClientContext context;
+    return rebuilds_stub_->SetRepair(&context, request, response);
+  }
+  v1::RepairStatus GetRepairStatus() {
+    grpc::ClientContext context;
+    v1::RepairStatus status;
+    EXPECT_TRUE(rebuilds_stub_->GetRepairStatus(&context, {}, &status).ok());
+    return status;
+  }
+
+  std::unique_ptr<repair::RepairPlanner> planner_;
+  std::unique_ptr<DevicesService> devices_;
+  std::unique_ptr<RebuildsService> rebuilds_;
+  grpc::ServerBuilder builder_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<v1::Devices::Stub> devices_stub_;
+  std::unique_ptr<v1::Rebuilds::Stub> rebuilds_stub_;
+};
+
+void ExpectStatus(const grpc::Status& s, grpc::StatusCode code, const std::string& text) {
+  EXPECT_EQ(s.error_code(), code) << s.error_message();
+  EXPECT_NE(s.error_message().find(text), std::string::npos) << s.error_message();
+}
+
+TEST_F(RepairServicesTest, ReplaceTakesOnlyAFailedOrDownDevice) {
+  v1::ReplaceDeviceResponse response;
+  ExpectStatus(Replace(99, &response), grpc::StatusCode::NOT_FOUND, "device 99 not found");
+  ExpectStatus(Replace(0, &response), grpc::StatusCode::FAILED_PRECONDITION,
+               "device 0 is online: only a failed or down device is replaced");
+  ASSERT_TRUE(SetState(0, v1::DEVICE_STATE_FAILED).ok());
+  const grpc::Status s = Replace(0, &response);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(response.device().id(), 0u);
+  EXPECT_EQ(response.device().state(), v1::DEVICE_STATE_ONLINE);
+  ASSERT_TRUE(store_->MarkDeviceDown(1, "unplugged").ok());
+  ASSERT_TRUE(Replace(1, &response).ok());
+  EXPECT_EQ(response.device().state(), v1::DEVICE_STATE_ONLINE);
+  EXPECT_EQ(response.device().down_reason(), "");
+}
+
+TEST_F(RepairServicesTest, DownDevicesAreListedAndRefusedWhereTheyCannotGo) {
+  ASSERT_TRUE(store_->MarkDeviceDown(2, "writes kept failing").ok());
+  grpc::ClientContext context;
+  v1::ListDevicesResponse list;
+  ASSERT_TRUE(devices_stub_->List(&context, {}, &list).ok());
+  ASSERT_GT(list.devices_size(), 2);
+  EXPECT_EQ(list.devices(2).state(), v1::DEVICE_STATE_DOWN);
+  EXPECT_EQ(list.devices(2).down_reason(), "writes kept failing");
+  EXPECT_GT(list.devices(2).down_since_unix_ms(), 0);
+  EXPECT_EQ(list.devices(3).down_since_unix_ms(), 0);
+  ExpectStatus(SetState(2, v1::DEVICE_STATE_FAILING), grpc::StatusCode::FAILED_PRECONDITION,
+               "device 2 is down: nothing can be read off it");
+  ExpectStatus(SetState(3, v1::DEVICE_STATE_DOWN), grpc::StatusCode::INVALID_ARGUMENT,
+               "ecd marks devices DOWN itself");
+  ASSERT_TRUE(SetState(4, v1::DEVICE_STATE_FAILED).ok());
+  ExpectStatus(SetState(4, v1::DEVICE_STATE_FAILING), grpc::StatusCode::FAILED_PRECONDITION,
+               "device 4 is failed: nothing can be moved off it");
+}
+
+TEST_F(RepairServicesTest, SetRepairChangesWhatItSetsAndKeepsTheRest) {
+  v1::RepairStatus status;
+  ExpectStatus(SetRepair({}, &status), grpc::StatusCode::INVALID_ARGUMENT,
+               "set paused or rate_bytes_per_sec");
+  v1::SetRepairRequest pause;
+  pause.set_paused(true);
+  ASSERT_TRUE(SetRepair(pause, &status).ok());
+  EXPECT_TRUE(status.paused());
+  v1::SetRepairRequest rate;
+  rate.set_rate_bytes_per_sec(1 << 20);
+  ASSERT_TRUE(SetRepair(rate, &status).ok());
+  EXPECT_TRUE(status.paused());
+  EXPECT_EQ(status.rate_bytes_per_sec(), 1u << 20);
+  v1::SetRepairRequest resume;
+  resume.set_paused(false);
+  ASSERT_TRUE(SetRepair(resume, &status).ok());
+  EXPECT_FALSE(status.paused());
+  EXPECT_EQ(status.rate_bytes_per_sec(), 1u << 20);
+
+  status = GetRepairStatus();
+  EXPECT_FALSE(status.paused());
+  EXPECT_EQ(status.rate_bytes_per_sec(), 1u << 20);
+  EXPECT_EQ(status.delay_seconds(), 3600u);
+  grpc::ClientContext context;
+  v1::ListRebuildsResponse list;
+  ASSERT_TRUE(rebuilds_stub_->List(&context, {}, &list).ok());
+  EXPECT_EQ(list.repair().rate_bytes_per_sec(), 1u << 20);
+}
+
+TEST_F(RepairServicesTest, TheStatusCountsTheStoreAndTheRepair) {
+  ASSERT_TRUE(Put("obj", store::RandomBytes(100000, 5)).ok());  // 4+2, 7 stripes
+  ASSERT_TRUE(SetState(0, v1::DEVICE_STATE_FAILED).ok());
+  ASSERT_TRUE(planner_->WaitIdle(absl::Seconds(30)));
+  const v1::RepairStatus status = GetRepairStatus();
+  EXPECT_EQ(status.stripes_queued(), 0u);
+  EXPECT_EQ(status.eta_seconds(), -1);
+  ASSERT_EQ(status.stripes_by_redundancy_size(), 3);
+  EXPECT_EQ(status.stripes_by_redundancy(2), 7u);
+  EXPECT_EQ(status.blocks_repaired(), status.stripes_repaired());
+  EXPECT_GT(status.bytes_repaired(), 0u);
+  EXPECT_GT(status.last_progress_unix_ms(), 0);
 }
 
 }  // namespace

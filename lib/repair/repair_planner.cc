@@ -94,6 +94,7 @@ struct RepairPlanner::Work {
   bool move_only = false;  // every block is healthy; some must move (evacuation, media range)
   uint32_t parity = 0;
   int64_t move_device = -1;  // the device a block must move off, if any: credited to its job
+  uint64_t bytes = 0;        // an estimate of what its repair writes
 };
 
 RepairPlanner::RepairPlanner(store::Store* store, const RepairPlannerOptions& options)
@@ -150,6 +151,7 @@ void RepairPlanner::Changed() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     dirty_ = true;
+    stalled_until_ = absl::InfinitePast();  // a change (a device back or added) may give room
   }
   changed_.notify_all();
 }
@@ -292,7 +294,11 @@ RebuildStats RepairPlanner::Stats() const {
 }
 
 RepairStatus RepairPlanner::Status() const {
+  // Objects stored and deleted since the last plan count at once: the store keeps the totals.
+  const std::map<uint32_t, uint64_t> totals = store_->StripesByParity();
   std::lock_guard<std::mutex> lock(mu_);
+  census_totals_ = totals;
+  RecountLocked();
   RepairStatus out = status_;
   out.paused = paused_;
   out.rate_bytes_per_sec = rate_;
@@ -475,7 +481,9 @@ void RepairPlanner::Plan() {
         if (redundancy < k) ++waiting;  // only down devices: within their delay
         continue;
       }
-      queue.push_back({r.object.id, r.object.name, r.stripe, redundancy, !repair, k, move_device});
+      const uint64_t moves = m + k - healthy + (move ? 1 : 0);
+      queue.push_back({r.object.id, r.object.name, r.stripe, redundancy, !repair, k, move_device,
+                       moves * r.object.block_size});
     }
   }
   std::sort(queue.begin(), queue.end(), [](const Work& a, const Work& b) {
@@ -512,7 +520,7 @@ void RepairPlanner::SetCensusLocked(
   RecountLocked();
 }
 
-void RepairPlanner::RecountLocked() {
+void RepairPlanner::RecountLocked() const {
   uint32_t max_k = 0;
   for (const auto& [k, n] : census_totals_) max_k = std::max(max_k, k);
   std::vector<uint64_t> levels(census_totals_.empty() ? 0 : max_k + 1, 0);
@@ -580,10 +588,16 @@ void RepairPlanner::RunBatch() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Work& head = queue_.front();
+    // Under a rate limit a batch is at most about a quarter second of work, so that the
+    // limiter spreads the work rather than letting whole batches through.
+    const uint64_t most_bytes = rate_ == 0 ? UINT64_MAX : std::max<uint64_t>(rate_ / 4, 1);
     size_t n = 0;
+    uint64_t bytes = 0;
     while (n < queue_.size() && n < options_.batch_stripes &&
            queue_[n].object_id == head.object_id && queue_[n].redundancy == head.redundancy &&
-           queue_[n].move_only == head.move_only) {
+           queue_[n].move_only == head.move_only &&
+           (n == 0 || bytes + queue_[n].bytes <= most_bytes)) {
+      bytes += queue_[n].bytes;
       ++n;
     }
     batch.assign(queue_.begin(), queue_.begin() + static_cast<long>(n));
@@ -634,8 +648,12 @@ void RepairPlanner::Pace(uint64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
     paced_bytes_ += bytes;
     if (rate_ == 0) return;
+    const absl::Time now = absl::Now();
     const absl::Duration due = absl::Seconds(static_cast<double>(paced_bytes_) / rate_);
-    delay = std::min(due - (absl::Now() - pace_start_), absl::Seconds(5));
+    // Time spent idle earns at most a quarter second of credit.
+    const absl::Duration credit = absl::Milliseconds(250);
+    if (now - pace_start_ > due + credit) pace_start_ = now - due - credit;
+    delay = std::min(due - (now - pace_start_), absl::Seconds(5));
   }
   if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
 }
@@ -651,6 +669,12 @@ void RepairPlanner::Finished(const std::vector<Work>& batch,
         p.status().message());
     status_.stalled = std::string(p.status().message());
     if (absl::IsResourceExhausted(p.status())) {
+      status_.stalled = absl::StrCat(
+          "no online device outside a stripe of \"", head.object,
+          "\" has room for a rebuilt block: add devices, replace failed ones (`ecctl device "
+          "replace N`) or delete objects. The repair goes on by itself after any device change "
+          "and tries again every ",
+          absl::FormatDuration(options_.stall_retry));
       stalled_until_ = absl::Now() + options_.stall_retry;
     } else if (absl::IsCancelled(p.status())) {
       return;

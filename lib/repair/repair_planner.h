@@ -169,7 +169,7 @@ class RepairPlanner {
   void Plan();
   void SetCensusLocked(const std::map<uint32_t, uint64_t>& totals,
                        const std::map<uint32_t, std::map<uint32_t, uint64_t>>& degraded);
-  void RecountLocked();  // status_.stripes_by_redundancy from the census
+  void RecountLocked() const;  // status_.stripes_by_redundancy from the census
   void UpdateJobsLocked(const std::vector<store::DeviceRecord>& devices,
                         const std::vector<store::DeviceRange>& media,
                         const std::vector<uint64_t>& stripes_in_range,
@@ -214,9 +214,9 @@ class RepairPlanner {
   size_t in_batch_ = 0;                     // stripes of the batch running; guarded by mu_
   std::vector<store::DeviceRecord> down_;   // down devices at the last plan; guarded by mu_
   // Stripes by K, and of those the degraded ones by redundancy left; guarded by mu_.
-  std::map<uint32_t, uint64_t> census_totals_;
+  mutable std::map<uint32_t, uint64_t> census_totals_;
   std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_;
-  RepairStatus status_;   // guarded by mu_
+  mutable RepairStatus status_;  // guarded by mu_; Status() refreshes its census
   uint64_t batches_ = 0;  // guarded by mu_
   // Since the queue last filled: when, and the stripes and bytes repaired (rate, ETA).
   absl::Time activity_start_ = absl::Now();          // guarded by mu_

@@ -24,13 +24,13 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/cxl_service.h"
 #include "lib/cxl/event_record.h"
-#include "lib/store/cxl_monitor.h"
+#include "lib/repair/cxl_monitor.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace ecd {
 namespace {
 
-void CheckSane(const store::HealthEvent& e, const std::string& line) {
+void CheckSane(const repair::HealthEvent& e, const std::string& line) {
   FUZZ_CHECK(e.description == line);
   FUZZ_CHECK((e.dpa & ~cxl::kDpaMask) == 0);
   FUZZ_CHECK(e.severity >= 0 && e.severity <= 3);
@@ -45,11 +45,11 @@ void RoundTrip(fuzz::Reader& in, bool add_memdev) {
   constexpr uint32_t kDefaultDevice = 7;
   std::string line = cxl::RecordToJson(*rec, cxl::EventLogName(log));
   if (add_memdev) line.insert(1, absl::StrCat("\"memdev\":\"mem", device, "\","));
-  absl::StatusOr<store::HealthEvent> got = daemon::HealthEventFromJson(line, kDefaultDevice);
+  absl::StatusOr<repair::HealthEvent> got = daemon::HealthEventFromJson(line, kDefaultDevice);
   FUZZ_CHECK(got.ok());
   CheckSane(*got, line);
-  const store::HealthEvent want =
-      store::HealthEventFromRecord(add_memdev ? device : kDefaultDevice, log, *rec);
+  const repair::HealthEvent want =
+      repair::HealthEventFromRecord(add_memdev ? device : kDefaultDevice, log, *rec);
   FUZZ_CHECK(got->kind == want.kind);
   FUZZ_CHECK(got->device == want.device);
   FUZZ_CHECK(got->log == want.log);
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const std::string line(reinterpret_cast<const char*>(data) + 1, size - 1);
-  absl::StatusOr<ecd::store::HealthEvent> e = ecd::daemon::HealthEventFromJson(line, 3);
+  absl::StatusOr<ecd::repair::HealthEvent> e = ecd::daemon::HealthEventFromJson(line, 3);
   if (e.ok()) {
     ecd::CheckSane(*e, line);
   } else {

@@ -9,6 +9,9 @@ ECTL=$2
 . "$(dirname "$0")/lib.sh"
 
 start_ecd
+# These steps damage objects and repair them by hand; the automatic repair (repair_test.sh)
+# stays paused in this data dir so that the damage is still there when they look.
+ecctl repair pause >/dev/null
 
 step "encode a 64 MiB random file with 4+2 and a small Vandermonde object"
 head -c $((64 << 20)) /dev/urandom >"$WORK/big.bin"
@@ -115,6 +118,7 @@ echo "   acknowledged bytes intact, no space leaked"
 ecctl rm acked
 
 step "evacuate a device: its blocks move off, reads stay byte-exact, then it is failed"
+ecctl repair resume >/dev/null  # an evacuation is the repair's work
 ecctl device evacuate 7
 for _ in $(seq 1 200); do
   state=$(ecctl --json rebuild ls | json 'd["jobs"][0]["state"]')

@@ -54,7 +54,7 @@ written0=$(sum_metric ecd_nvme_bytes_total 'direction="write"')
 ecctl encode "$WORK/obj" --name obj >/dev/null
 expect_metric ecd_objects 1
 expect_metric ecd_object_bytes 3000001
-expect_metric ecd_stripes 1
+expect_metric 'ecd_stripes{redundancy_left="2"}' 1
 expect_metric 'ecd_rpc_requests_total{method="ecd.v1.Objects/Encode",code="OK"}' 1
 expect_metric 'ecd_ec_task_duration_seconds_count{kind="create"}' 1
 received=$(metric 'ecd_rpc_received_bytes_total{method="ecd.v1.Objects/Encode"}')
@@ -64,7 +64,8 @@ python3 -c 'import sys; r=int(sys.argv[1]); sys.exit(0 if 3000001 <= r < 3000001
 written=$(($(sum_metric ecd_nvme_bytes_total 'direction="write"') - written0))
 # One stripe of 4 + 2 blocks of 1 MiB, each written once.
 [ "$written" = $((6 * 1048576)) ] || fail "NVMe bytes written $written, want $((6 * 1048576))"
-[ "$(sum_metric ecd_device_used_bytes '')" = $((6 * 1048576)) ] || fail "used bytes"
+# Each of the 8 devices also holds its label in one 4 KiB LBA.
+[ "$(sum_metric ecd_device_used_bytes '')" = $((6 * 1048576 + 8 * 4096)) ] || fail "used bytes"
 [ "$(sum_metric ecd_device_blocks '')" = 6 ] || fail "blocks: $(sum_metric ecd_device_blocks '')"
 commits=$(metric ecd_catalog_commit_duration_seconds_count)
 [ "${commits:-0}" -ge 2 ] || fail "catalog commits: $commits"
@@ -100,10 +101,13 @@ curl -sf "http://$METRICS/metrics" | grep -q 'no.such' && fail "a client-chosen 
 step "failing a device flips its state gauge and degrades the stripe"
 dev=$(ecctl --json stat obj --blocks | python3 -c 'import json,sys; print(json.load(sys.stdin)["object"]["stripes"][0]["blocks"][0]["device"])')
 expect_metric "ecd_device_state{device=\"$dev\",state=\"online\"}" 1
+ecctl repair pause >/dev/null  # so that the degraded stripe stays for the gauges below
+expect_metric ecd_repair_paused 1
 ecctl device fail "$dev" >/dev/null
 expect_metric "ecd_device_state{device=\"$dev\",state=\"failed\"}" 1
 expect_metric "ecd_device_state{device=\"$dev\",state=\"online\"}" 0
 expect_metric ecd_degraded_stripes 1
+expect_metric 'ecd_stripes{redundancy_left="1"}' 1
 expect_metric ecd_lost_stripes 0
 promtool check metrics < <(curl -sf "http://$METRICS/metrics") >"$WORK/promtool" 2>&1 ||
   fail "promtool after changes: $(cat "$WORK/promtool")"

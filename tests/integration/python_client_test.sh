@@ -85,6 +85,8 @@ done
 
 # Evacuations are rate-limited so that the watch below sees the job before it is done.
 start_ecd --rebuild-rate 256K
+# The client recovers what a failed device held: the automatic repair stays paused.
+ecctl repair pause >/dev/null
 
 step "server reflection lists every ecd.v1 service and grpc.health.v1.Health"
 "$PY" - "$WORK/stubs" "$ADDR" >"$WORK/services" <<'PY'
@@ -227,12 +229,13 @@ dev2=$(head -n1 "$WORK/layout" | cut -d' ' -f2)
 [ "$dev2" != "$dev1" ] || fail "stripe 0 has two blocks on device $dev1"
 held=$(blocks_on "$dev2")
 [ "$held" -gt 0 ] || fail "device $dev2 holds no block of obj"
+ecctl repair resume >/dev/null  # an evacuation is the repair's work
 ecctl device evacuate "$dev2" >/dev/null
 job=$(client --json rebuilds | pyjson "max(int(j['id']) for j in d['jobs'] if j['kind'] == 'evacuate-device' and j['device'] == $dev2)")
 client rebuilds --watch --id "$job" --interval 0.1 >"$WORK/watch.txt"
 cat "$WORK/watch.txt" | sed 's/^/   /'
 [ "$(wc -l <"$WORK/watch.txt")" -ge 2 ] || fail "the watch printed no progress before the end"
-tail -n1 "$WORK/watch.txt" | grep -q "^job $job evacuate-device device $dev2: done, objects 1/1, .* $held moved" ||
+tail -n1 "$WORK/watch.txt" | grep -q "^job $job evacuate-device device $dev2: done, objects $held/$held, .* $held moved" ||
   fail "the watch did not end with the job done and $held blocks moved"
 job_json=$(client --json rebuilds --id "$job")
 [ "$(pyjson 'd["jobs"][0]["state"], d["jobs"][0]["blocks_moved"]' <<<"$job_json")" = "('done', '$held')" ] ||

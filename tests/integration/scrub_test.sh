@@ -24,6 +24,8 @@ PY
 }
 
 start_ecd --scrub-interval-hours 0
+# Scrub is what finds and repairs the damage here: the automatic repair stays paused.
+ecctl repair pause >/dev/null
 step "encode 3 MiB + 5 bytes, 4+2, 64 KiB blocks"
 head -c $((3 * 1048576 + 5)) /dev/urandom >"$WORK/in.bin"
 ecctl encode "$WORK/in.bin" --name obj --block-size 64K >/dev/null
@@ -104,6 +106,7 @@ stop_ecd
 
 step "a failed flush fails the encode and makes the device suspect"
 start_ecd --scrub-interval-hours 0 --fault-inject "2=flush:eio"
+ecctl repair resume >/dev/null  # the evacuation of the suspect device is the repair's work
 expect_error UNAVAILABLE ecctl encode "$WORK/in.bin" --name flushy --block-size 64K
 grep -q "device 2" "$WORK/err" || fail "the error does not name device 2"
 state=$(ecctl --json device ls | json '[x for x in d["devices"] if int(x.get("id",0))==2][0]["state"]')
