@@ -257,7 +257,8 @@ start_ecd() {
   for _ in $(seq 1 200); do
     if [ -s "$WORK/ecd.port" ]; then
       ADDR=127.0.0.1:$(cat "$WORK/ecd.port")
-      if "$ECTL" --addr "$ADDR" device ls >/dev/null 2>&1; then return 0; fi
+      # The rebuild rows time `recover --missing-only`: the automatic repair stays paused.
+      if "$ECTL" --addr "$ADDR" repair pause >/dev/null 2>&1; then return 0; fi
     fi
     kill -0 "$ECD_PID" 2>/dev/null || die "ecd exited during start-up"
     sleep 0.1

@@ -1007,12 +1007,11 @@ std::string UtcTime(int64_t unix_ms) {
                           absl::UTCTimeZone());
 }
 
-// "12m5s ago".
+// "12m5s ago", or "just now" under a second.
 std::string Ago(int64_t unix_ms) {
   const absl::Duration d = absl::Now() - absl::FromUnixMillis(unix_ms);
-  return absl::StrCat(
-      absl::FormatDuration(absl::Trunc(std::max(d, absl::ZeroDuration()), absl::Seconds(1))),
-      " ago");
+  if (d < absl::Seconds(1)) return "just now";
+  return absl::StrCat(absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))), " ago");
 }
 
 // running, paused, stalled or idle.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The quick start: installs, builds, starts ecd on 127.0.0.1 with the embedded default (data dir
 # ./var/ecd, 8 sparse namespace files, SQLite catalog), encodes a generated 64 MiB file with 4+2,
-# fails two devices, reads the file back byte-identical, recovers, shows full redundancy again,
-# shows a few of the metrics Prometheus would scrape and stops the daemon.
+# fails two devices with the repair paused and reads the file back byte-identical, resumes the
+# repair and watches it restore full redundancy with no recover command, shows a few of the
+# metrics Prometheus would scrape and stops the daemon.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -39,7 +40,8 @@ sha256sum "$WORK/demo.bin" | cut -c1-16 | sed 's/^/sha256: /'
 ecctl encode "$WORK/demo.bin" --name demo.bin --data 4 --parity 2
 ecctl stat demo.bin
 
-say "failing devices 1 and 6"
+say "pausing the automatic repair (as for maintenance), then failing devices 1 and 6"
+ecctl repair pause
 ecctl device fail 1
 ecctl device fail 6
 ecctl device ls
@@ -50,14 +52,19 @@ ecctl read demo.bin -o "$WORK/demo.out"
 cmp "$WORK/demo.bin" "$WORK/demo.out"
 echo "byte-identical: yes"
 
-say "recovering: rebuilding the lost blocks onto the healthy devices"
-ecctl recover demo.bin
+say "resuming the repair: it rebuilds the lost blocks onto the healthy devices by itself"
+ecctl repair resume
+for _ in $(seq 1 600); do
+  [ "$(ecctl --json stat demo.bin | python3 -c 'import json,sys; print(json.load(sys.stdin)["object"].get("degraded_stripes", "0"))')" = 0 ] && break
+  sleep 0.1
+done
+ecctl repair status
 ecctl stat demo.bin --verify
 ecctl device ls
 
 say "what Prometheus scrapes from /metrics (a few of the ecd_* series)"
 curl -sf "http://127.0.0.1:$(cat "$WORK/metrics_port")/metrics" |
-  grep -E '^ecd_(objects|object_bytes|stripes|degraded_stripes|lost_stripes|rebuild_jobs\{|device_state\{device="1"|rpc_requests_total\{method="ecd.v1.Objects/(Encode|Read|Recover)")'
+  grep -E '^ecd_(objects|object_bytes|stripes|degraded_stripes|lost_stripes|repair_(stripes|bytes)_total|device_state\{device="1"|rpc_requests_total\{method="ecd.v1.Objects/(Encode|Read)")'
 
 say "stopping ecd"
 kill -TERM $PID

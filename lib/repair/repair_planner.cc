@@ -180,7 +180,6 @@ absl::Status RepairPlanner::SetRate(uint64_t bytes_per_sec) {
 }
 
 uint64_t RepairPlanner::Submit(RebuildSpec spec) {
-  uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [existing, job] : jobs_) {
@@ -189,42 +188,48 @@ uint64_t RepairPlanner::Submit(RebuildSpec spec) {
         return existing;
       }
     }
+  }
+  // An evacuation marks its device failing before the job exists, so that no plan sees the job
+  // with its device still online (which ends it: the device was brought back).
+  std::string error;
+  if (spec.kind == RebuildKind::kEvacuateDevice) error = StartEvacuation(spec.device);
+  if (spec.kind == RebuildKind::kMediaRange) {
+    // Kept in the catalog until moved, so that a restart resumes it.
+    (void)store_->SetMeta(MediaKey({spec.device, spec.first_lba, spec.lba_count}), spec.reason);
+  }
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     id = next_id_++;
     RebuildJob job;
     job.id = id;
     job.priority = RebuildPriority(spec.kind);
     job.spec = spec;
     job.created = absl::Now();
-    Log(LogLevel::kInfo, "rebuild job %d queued: %s (%s)", id, RebuildKindName(job.spec.kind),
-        job.spec.reason);
-    if (job.spec.kind == RebuildKind::kMediaRange) {
-      ranges_.push_back({job.spec.device, job.spec.first_lba, job.spec.lba_count});
+    Log(LogLevel::kInfo, "rebuild job %d queued: %s (%s)", id, RebuildKindName(spec.kind),
+        spec.reason);
+    if (spec.kind == RebuildKind::kMediaRange) {
+      ranges_.push_back({spec.device, spec.first_lba, spec.lba_count});
     }
-    if (job.spec.kind != RebuildKind::kRepairObject) {
+    if (spec.kind != RebuildKind::kRepairObject) {
       job.state = RebuildState::kRunning;
       job.started = job.created;
     }
-    spec = job.spec;
     jobs_.emplace(id, std::move(job));
+    if (!error.empty()) FinishLocked(id, error);
     dirty_ = true;
-  }
-  const RebuildSpec& s = spec;
-  if (s.kind == RebuildKind::kMediaRange) {
-    // Kept in the catalog until moved, so that a restart resumes it.
-    (void)store_->SetMeta(MediaKey({s.device, s.first_lba, s.lba_count}), s.reason);
-  }
-  if (s.kind == RebuildKind::kEvacuateDevice) {
-    std::vector<DeviceRecord> devices = store_->DeviceRecords();
-    if (s.device < devices.size() && devices[s.device].state == DeviceState::kOnline) {
-      absl::StatusOr<store::DeviceStatus> marked =
-          store_->SetDeviceState(s.device, DeviceState::kFailing);
-      if (!marked.ok()) Finish(id, std::string(marked.status().message()));
-    } else if (s.device >= devices.size()) {
-      Finish(id, absl::StrCat("device ", s.device, " does not exist"));
-    }
   }
   changed_.notify_all();
   return id;
+}
+
+std::string RepairPlanner::StartEvacuation(uint32_t device) {
+  std::vector<DeviceRecord> devices = store_->DeviceRecords();
+  if (device >= devices.size()) return absl::StrCat("device ", device, " does not exist");
+  if (devices[device].state != DeviceState::kOnline) return "";  // failing already, or gone
+  absl::StatusOr<store::DeviceStatus> marked =
+      store_->SetDeviceState(device, DeviceState::kFailing);
+  return marked.ok() ? "" : std::string(marked.status().message());
 }
 
 void RepairPlanner::Finish(uint64_t id, const std::string& error) {
@@ -408,6 +413,11 @@ size_t RepairPlanner::FailDownDevices() {
 }
 
 void RepairPlanner::Plan() {
+  uint64_t first_unseen_job;  // jobs from here on were queued after the devices were read
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    first_unseen_job = next_id_;
+  }
   const std::vector<DeviceRecord> devices = store_->DeviceRecords();
   std::vector<DeviceRange> ranges;
   std::vector<DeviceRecord> down;
@@ -503,7 +513,7 @@ void RepairPlanner::Plan() {
   status_.stripes_waiting = waiting;
   status_.stripes_lost = lost;
   SetCensusLocked(totals, degraded);
-  UpdateJobsLocked(devices, media, stripes_in_range, blocks_on);
+  UpdateJobsLocked(devices, media, stripes_in_range, blocks_on, first_unseen_job);
   if (!queue_.empty() && activity_stripes_ == 0) activity_start_ = absl::Now();
   if (queue_.empty()) {
     activity_stripes_ = 0;
@@ -541,10 +551,12 @@ void RepairPlanner::RecountLocked() const {
 void RepairPlanner::UpdateJobsLocked(const std::vector<DeviceRecord>& devices,
                                      const std::vector<DeviceRange>& media,
                                      const std::vector<uint64_t>& stripes_in_range,
-                                     const std::vector<uint64_t>& blocks_on) {
+                                     const std::vector<uint64_t>& blocks_on,
+                                     uint64_t first_unseen_job) {
   std::vector<uint64_t> done;
+  std::vector<uint64_t> stopped;  // evacuations whose device was brought online again
   for (auto& [id, job] : jobs_) {
-    if (job.state != RebuildState::kRunning) continue;
+    if (job.state != RebuildState::kRunning || id >= first_unseen_job) continue;
     if (job.spec.kind == RebuildKind::kEvacuateDevice) {
       const uint32_t d = job.spec.device;
       const uint64_t left = d < blocks_on.size() ? blocks_on[d] : 0;
@@ -553,6 +565,8 @@ void RepairPlanner::UpdateJobsLocked(const std::vector<DeviceRecord>& devices,
       if (d < devices.size() && left == 0 &&
           (devices[d].state == DeviceState::kFailing || devices[d].state == DeviceState::kFailed)) {
         done.push_back(id);
+      } else if (d < devices.size() && devices[d].state == DeviceState::kOnline) {
+        stopped.push_back(id);
       }
     } else if (job.spec.kind == RebuildKind::kMediaRange) {
       for (size_t i = 0; i < media.size(); ++i) {
@@ -579,6 +593,10 @@ void RepairPlanner::UpdateJobsLocked(const std::vector<DeviceRecord>& devices,
                     ranges_.end());
     }
     FinishLocked(id, "");
+  }
+  for (uint64_t id : stopped) {
+    FinishLocked(id, absl::StrCat("device ", jobs_[id].spec.device,
+                                  " was brought online again; its evacuation stopped"));
   }
 }
 

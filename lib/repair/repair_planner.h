@@ -173,7 +173,7 @@ class RepairPlanner {
   void UpdateJobsLocked(const std::vector<store::DeviceRecord>& devices,
                         const std::vector<store::DeviceRange>& media,
                         const std::vector<uint64_t>& stripes_in_range,
-                        const std::vector<uint64_t>& blocks_on);
+                        const std::vector<uint64_t>& blocks_on, uint64_t first_unseen_job);
   // Repairs the stripes at the head of the queue that share its object and risk.
   void RunBatch();
   void Finished(const std::vector<Work>& batch, const absl::StatusOr<store::RecoverProgress>& p);
@@ -189,6 +189,8 @@ class RepairPlanner {
   void Pace(uint64_t bytes);
   // Waits, up to options_.yield_to_clients, while client requests wait for stripe memory.
   void YieldToClients();
+  // Marks `device` failing for its evacuation; returns why it cannot be, or "".
+  std::string StartEvacuation(uint32_t device);
   void Finish(uint64_t id, const std::string& error);
   void FinishLocked(uint64_t id, const std::string& error);
   std::optional<absl::Duration> EtaLocked() const;
@@ -217,7 +219,7 @@ class RepairPlanner {
   mutable std::map<uint32_t, uint64_t> census_totals_;
   std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_;
   mutable RepairStatus status_;  // guarded by mu_; Status() refreshes its census
-  uint64_t batches_ = 0;  // guarded by mu_
+  uint64_t batches_ = 0;         // guarded by mu_
   // Since the queue last filled: when, and the stripes and bytes repaired (rate, ETA).
   absl::Time activity_start_ = absl::Now();          // guarded by mu_
   uint64_t activity_stripes_ = 0;                    // guarded by mu_

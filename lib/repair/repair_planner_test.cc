@@ -456,5 +456,23 @@ TEST_F(RepairPlannerTest, ADeviceWhoseWritesKeepFailingGoesDownAndIsRepaired) {
   ExpectAllByteExactAndFullyRedundant();
 }
 
+TEST_F(RepairPlannerTest, AnEvacuationStopsWhenItsDeviceIsBroughtBackOnline) {
+  Put("obj", RandomBytes(6 * 16384, 65));
+  RepairPlanner planner(store_.get(), {});
+  ASSERT_TRUE(planner.SetPaused(true).ok());
+  RebuildSpec spec;
+  spec.kind = RebuildKind::kEvacuateDevice;
+  spec.device = 2;
+  const uint64_t id = planner.Submit(spec);
+  EXPECT_EQ(Device(2).record.state, DeviceState::kFailing);
+  ASSERT_TRUE(store_->SetDeviceState(2, DeviceState::kOnline).ok());
+  ASSERT_TRUE(planner.SetPaused(false).ok());
+  ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
+  EXPECT_EQ(planner.Get(id)->state, RebuildState::kFailed);
+  EXPECT_NE(planner.Get(id)->error.find("brought online again"), std::string::npos);
+  EXPECT_GT(Device(2).blocks, 0u);  // nothing moved
+  EXPECT_EQ(planner.Status().stripes_repaired, 0u);
+}
+
 }  // namespace
 }  // namespace ecd::repair

@@ -861,7 +861,10 @@ int main(int argc, char** argv) {
     v1::ListDevicesResponse resp;
     if (devices->List(&ctx, v1::ListDevicesRequest(), &resp).ok()) {
       uint64_t used = 0, blocks = 0;
-      for (const auto& d : resp.devices()) used += d.used_bytes(), blocks += d.blocks();
+      for (const auto& d : resp.devices()) {
+        used += d.used_bytes(), blocks += d.blocks();
+        expected_used += d.lba_size();  // every device's label takes one LBA
+      }
       std::printf("devices: %.1f MB used by %llu blocks; the objects' blocks take %.1f MB\n",
                   used / 1e6, static_cast<unsigned long long>(blocks), expected_used / 1e6);
       // Every extent of a deleted, refused or superseded version must have been freed.
