@@ -1024,6 +1024,7 @@ const char* RepairState(const v1::RepairStatus& r) {
 // "0: 3, 1: 117, 2: 4000".
 std::string ByRedundancy(const v1::RepairStatus& r) {
   std::vector<std::string> parts;
+  parts.reserve(r.stripes_by_redundancy_size());
   for (int left = 0; left < r.stripes_by_redundancy_size(); ++left) {
     parts.push_back(absl::StrCat(left, ": ", r.stripes_by_redundancy(left)));
   }

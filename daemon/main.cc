@@ -450,7 +450,7 @@ int Main(int argc, char** argv) {
     spec.kind = ecd::repair::RebuildKind::kEvacuateDevice;
     spec.device = device;
     spec.reason = reason;
-    planner.Submit(std::move(spec));
+    planner.Submit(spec);
   });
   // The listener points at `planner`: taken back before `planner` goes, on every return path.
   absl::Cleanup forget_listener = [&store] { (*store)->SetSuspectListener(nullptr); };

@@ -699,7 +699,7 @@ grpc::Status DevicesService::Evacuate(uint32_t id, v1::SetDeviceStateResponse* r
   spec.kind = repair::RebuildKind::kEvacuateDevice;
   spec.device = id;
   spec.reason = "operator asked to evacuate the device";
-  planner_->Submit(std::move(spec));
+  planner_->Submit(spec);
   ToProto((*all)[id], response->mutable_device());
   response->mutable_device()->set_state(v1::DEVICE_STATE_FAILING);
   return grpc::Status::OK;

@@ -89,7 +89,7 @@ PolicyAction EventPolicy::Handle(const HealthEvent& e) {
       spec.kind = RebuildKind::kEvacuateDevice;
       spec.device = e.device;
       spec.reason = reason;
-      rebuilds_->Submit(std::move(spec));
+      rebuilds_->Submit(spec);
       break;
     }
     case PolicyAction::kRebuildRange: {
@@ -102,7 +102,7 @@ PolicyAction EventPolicy::Handle(const HealthEvent& e) {
       spec.reason = reason;
       Log(LogLevel::kWarning, "device %d LBA %d: moving the blocks there: %s", e.device,
           spec.first_lba, reason);
-      rebuilds_->Submit(std::move(spec));
+      rebuilds_->Submit(spec);
       break;
     }
   }

@@ -179,7 +179,7 @@ absl::Status RepairPlanner::SetRate(uint64_t bytes_per_sec) {
   return absl::OkStatus();
 }
 
-uint64_t RepairPlanner::Submit(RebuildSpec spec) {
+uint64_t RepairPlanner::Submit(const RebuildSpec& spec) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [existing, job] : jobs_) {

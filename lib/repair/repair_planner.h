@@ -137,7 +137,7 @@ class RepairPlanner {
   // Queues a job and returns its id. A job equal to one still queued or running (same kind,
   // device, range and object) is not queued twice: the existing id is returned. An evacuation
   // marks the device failing at once (FailedPrecondition-like errors fail the job).
-  uint64_t Submit(RebuildSpec spec);
+  uint64_t Submit(const RebuildSpec& spec);
   // Something may need repair (the store's listener calls this): plan again soon.
   void Changed();
 

@@ -107,6 +107,7 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
   if (!unusable.empty() && !census->empty() && unusable.size() > census->begin()->first &&
       !options_.start_with_missing_devices) {
     std::vector<std::string> each;
+    each.reserve(unusable.size());
     for (const Unusable& u : unusable) {
       each.push_back(absl::StrCat("device ", u.id, " (", u.path, "): ", u.why));
     }
