@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@ using store::DeviceRecord;
 using store::DeviceState;
 using store::RecoverOptions;
 using store::RecoverProgress;
+using store::StripeCursor;
 using store::StripePage;
 using store::StripeRows;
 
@@ -151,7 +153,7 @@ void RepairPlanner::Changed() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     dirty_ = true;
-    stalled_until_ = absl::InfinitePast();  // a change (a device back or added) may give room
+    ClearSkippedLocked();  // a change (a device back, replaced or added) may give room
   }
   changed_.notify_all();
 }
@@ -195,7 +197,12 @@ uint64_t RepairPlanner::Submit(const RebuildSpec& spec) {
   if (spec.kind == RebuildKind::kEvacuateDevice) error = StartEvacuation(spec.device);
   if (spec.kind == RebuildKind::kMediaRange) {
     // Kept in the catalog until moved, so that a restart resumes it.
-    (void)store_->SetMeta(MediaKey({spec.device, spec.first_lba, spec.lba_count}), spec.reason);
+    if (absl::Status s =
+            store_->SetMeta(MediaKey({spec.device, spec.first_lba, spec.lba_count}), spec.reason);
+        !s.ok()) {
+      Log(LogLevel::kError, "media range of device %d not recorded (%s): a restart forgets it",
+          spec.device, s.message());
+    }
   }
   uint64_t id;
   {
@@ -338,21 +345,28 @@ void RepairPlanner::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stop_) {
     const absl::Time now = absl::Now();
+    if (!skipped_.empty() && now >= retry_at_) {
+      ClearSkippedLocked();
+      dirty_ = true;
+    }
+    const bool plan = dirty_ && now >= plan_retry_at_;
+    const bool runnable = !paused_ && (!queue_.empty() || NextObjectJobLocked() != 0);
     const absl::Time wake = NextDeadlineLocked(now);
-    const bool runnable =
-        !paused_ && now >= stalled_until_ && (!queue_.empty() || NextObjectJobLocked() != 0);
-    if (!dirty_ && !runnable && now < wake) {
+    if (!plan && !runnable && now < wake) {
       changed_.wait_for(lock, absl::ToChronoMilliseconds(std::min(wake - now, absl::Seconds(60))));
       continue;
     }
+    const bool paused = paused_;
     lock.unlock();
-    if (FailDownDevices() + store_->DownDevicesWithFailingWrites().size() > 0) {
+    // Paused is Ceph's noout: down devices stay down however long the pause lasts.
+    const size_t failed = paused ? 0 : FailDownDevices();
+    if (failed + store_->DownDevicesWithFailingWrites().size() > 0) {
       lock.lock();
       dirty_ = true;
       lock.unlock();
     }
     lock.lock();
-    if (dirty_) {
+    if (dirty_ && absl::Now() >= plan_retry_at_) {
       dirty_ = false;
       planning_ = true;
       lock.unlock();
@@ -362,7 +376,7 @@ void RepairPlanner::Loop() {
       changed_.notify_all();
       continue;
     }
-    if (paused_ || absl::Now() < stalled_until_) continue;
+    if (paused_) continue;
     if (!queue_.empty()) {
       lock.unlock();
       RunBatch();
@@ -377,11 +391,19 @@ void RepairPlanner::Loop() {
   }
 }
 
+void RepairPlanner::ClearSkippedLocked() {
+  skipped_.clear();
+  status_.stalled.clear();
+}
+
 absl::Time RepairPlanner::NextDeadlineLocked(absl::Time now) const {
   absl::Time wake = absl::InfiniteFuture();
-  if (stalled_until_ > now) wake = std::min(wake, stalled_until_);
-  for (const DeviceRecord& d : down_) {
-    wake = std::min(wake, absl::FromUnixMillis(d.down_since_unix_ms) + options_.repair_delay);
+  if (dirty_) wake = std::min(wake, plan_retry_at_);
+  if (!skipped_.empty()) wake = std::min(wake, retry_at_);
+  if (!paused_) {
+    for (const DeviceRecord& d : down_) {
+      wake = std::min(wake, absl::FromUnixMillis(d.down_since_unix_ms) + options_.repair_delay);
+    }
   }
   return wake;
 }
@@ -406,128 +428,162 @@ size_t RepairPlanner::FailDownDevices() {
         "device %d has been down since %s (%s): failing it; its blocks are "
         "rebuilt on the other devices",
         d.id, absl::FormatTime(since), d.down_reason);
-    absl::StatusOr<store::DeviceStatus> s = store_->SetDeviceState(d.id, DeviceState::kFailed);
+    // Only if it is still down: an operator may have brought it back meanwhile.
+    absl::StatusOr<store::DeviceStatus> s =
+        store_->SetDeviceState(d.id, DeviceState::kFailed, DeviceState::kDown);
     if (s.ok()) ++failed;
   }
   return failed;
 }
 
+// What one plan found, built without the planner's lock.
+struct RepairPlanner::Findings {
+  std::vector<Work> queue;
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> degraded;  // K -> redundancy -> stripes
+  std::map<uint32_t, uint64_t> lost_by_parity;
+  std::vector<uint64_t> blocks_on;  // blocks to move off each failing device, repairable stripes
+  std::vector<uint64_t> lost_on;    // blocks on each failing device in stripes that are lost
+  std::vector<uint64_t> stripes_in_range;  // repairable stripes in each media range
+  uint64_t waiting = 0;
+  uint64_t lost = 0;
+};
+
 void RepairPlanner::Plan() {
+  std::vector<DeviceRange> media;
+  std::map<std::pair<int64_t, uint64_t>, bool> skipped;
   uint64_t first_unseen_job;  // jobs from here on were queued after the devices were read
   {
     std::lock_guard<std::mutex> lock(mu_);
     first_unseen_job = next_id_;
+    media = ranges_;
+    skipped = skipped_;
   }
   const std::vector<DeviceRecord> devices = store_->DeviceRecords();
-  std::vector<DeviceRange> ranges;
-  std::vector<DeviceRecord> down;
-  for (const DeviceRecord& d : devices) {
-    if (d.state != DeviceState::kOnline) ranges.push_back({d.id, 0, 0});
-    if (d.state == DeviceState::kDown) down.push_back(d);
-  }
-  std::vector<DeviceRange> media;
-  {
+  Findings f;
+  f.blocks_on.assign(devices.size(), 0);
+  f.lost_on.assign(devices.size(), 0);
+  f.stripes_in_range.assign(media.size(), 0);
+  absl::Status read = ReadRisks(devices, media, skipped, f);
+  if (!read.ok()) {
+    Log(LogLevel::kError, "repair: cannot plan: %s; trying again in 5 s", read.message());
     std::lock_guard<std::mutex> lock(mu_);
-    media = ranges_;
+    dirty_ = true;
+    plan_retry_at_ = absl::Now() + absl::Seconds(5);
+    return;
   }
-  ranges.insert(ranges.end(), media.begin(), media.end());
-  auto state_of = [&](uint32_t id) {
-    return id < devices.size() ? devices[id].state : DeviceState::kFailed;
-  };
-  std::vector<Work> queue;
-  std::map<uint32_t, std::map<uint32_t, uint64_t>> degraded;  // K -> redundancy -> stripes
-  std::vector<uint64_t> blocks_on(devices.size(), 0);         // to move, by device
-  std::vector<uint64_t> stripes_in_range(media.size(), 0);
-  uint64_t waiting = 0;
-  uint64_t lost = 0;
-  int64_t after_object = 0;
-  uint64_t after_stripe = 0;
-  for (bool more = true; more;) {
-    absl::StatusOr<StripePage> page =
-        store_->StripesAtRisk(ranges, after_object, after_stripe, kPlanPage);
-    if (!page.ok()) {
-      Log(LogLevel::kError, "repair: cannot plan: %s; trying again", page.status().message());
-      std::lock_guard<std::mutex> lock(mu_);
-      dirty_ = true;
-      stalled_until_ = absl::Now() + absl::Seconds(5);
-      return;
-    }
-    more = page->more;
-    after_object = page->last_object;
-    after_stripe = page->last_stripe;
-    for (const StripeRows& r : page->stripes) {
-      const uint32_t m = r.object.data_blocks;
-      const uint32_t k = r.object.parity_blocks;
-      uint32_t healthy = 0;
-      bool repair = false;
-      bool move = false;
-      int64_t move_device = -1;
-      for (const BlockRecord& b : r.blocks) {
-        const DeviceState st = state_of(b.device);
-        const bool readable = st == DeviceState::kOnline || st == DeviceState::kFailing;
-        if (readable && !b.corrupt) ++healthy;
-        if (b.corrupt || st == DeviceState::kFailed) repair = true;
-        bool in_media = false;
-        for (size_t i = 0; i < media.size(); ++i) {
-          if (InRange(b, media[i])) {
-            ++stripes_in_range[i];
-            in_media = true;
-          }
-        }
-        if (st == DeviceState::kFailing || in_media) {
-          move = true;
-          move_device = b.device;
-          if (b.device < blocks_on.size()) ++blocks_on[b.device];
-        }
-      }
-      if (r.blocks.size() < m + k) repair = true;  // a row missing: rebuild it
-      if (healthy < m) {
-        ++lost;
-        continue;
-      }
-      const uint32_t redundancy = healthy - m;
-      if (redundancy < k) ++degraded[k][redundancy];
-      if (!repair && !move) {
-        if (redundancy < k) ++waiting;  // only down devices: within their delay
-        continue;
-      }
-      const uint64_t moves = m + k - healthy + (move ? 1 : 0);
-      queue.push_back({r.object.id, r.object.name, r.stripe, redundancy, !repair, k, move_device,
-                       moves * r.object.block_size});
-    }
-  }
-  std::sort(queue.begin(), queue.end(), [](const Work& a, const Work& b) {
+  std::sort(f.queue.begin(), f.queue.end(), [](const Work& a, const Work& b) {
     return std::tie(a.redundancy, a.move_only, a.object_id, a.stripe) <
            std::tie(b.redundancy, b.move_only, b.object_id, b.stripe);
   });
   // Evacuations that have nothing left to move end with the device failed.
   for (const DeviceRecord& d : devices) {
-    if (d.state != DeviceState::kFailing || blocks_on[d.id] > 0) continue;
+    if (d.state != DeviceState::kFailing || f.blocks_on[d.id] > 0 || f.lost_on[d.id] > 0) continue;
     Log(LogLevel::kInfo, "device %d holds no more blocks: evacuated, now failed", d.id);
-    (void)store_->SetDeviceState(d.id, DeviceState::kFailed);
+    (void)store_->SetDeviceState(d.id, DeviceState::kFailed, DeviceState::kFailing);
+  }
+  std::vector<DeviceRecord> down;
+  for (const DeviceRecord& d : devices) {
+    if (d.state == DeviceState::kDown) down.push_back(d);
   }
   const std::map<uint32_t, uint64_t> totals = store_->StripesByParity();
-  std::lock_guard<std::mutex> lock(mu_);
-  queue_ = std::move(queue);
-  down_ = std::move(down);
-  status_.stripes_waiting = waiting;
-  status_.stripes_lost = lost;
-  SetCensusLocked(totals, degraded);
-  UpdateJobsLocked(devices, media, stripes_in_range, blocks_on, first_unseen_job);
-  if (!queue_.empty() && activity_stripes_ == 0) activity_start_ = absl::Now();
-  if (queue_.empty()) {
-    activity_stripes_ = 0;
-    activity_bytes_ = 0;
-    status_.stalled.clear();
+  std::vector<std::string> finished_media;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_ = std::move(f.queue);
+    down_ = std::move(down);
+    status_.stripes_waiting = f.waiting;
+    status_.stripes_lost = f.lost;
+    census_totals_ = totals;
+    census_degraded_ = std::move(f.degraded);
+    census_lost_ = std::move(f.lost_by_parity);
+    RecountLocked();
+    UpdateJobsLocked(devices, media, f, first_unseen_job, finished_media);
+    if (!queue_.empty() && activity_stripes_ == 0) activity_start_ = absl::Now();
+    if (queue_.empty()) {
+      activity_stripes_ = 0;
+      activity_bytes_ = 0;
+    }
   }
+  for (const std::string& key : finished_media) (void)store_->DeleteMeta(key);
 }
 
-void RepairPlanner::SetCensusLocked(
-    const std::map<uint32_t, uint64_t>& totals,
-    const std::map<uint32_t, std::map<uint32_t, uint64_t>>& degraded) {
-  census_totals_ = totals;
-  census_degraded_ = degraded;
-  RecountLocked();
+absl::Status RepairPlanner::ReadRisks(const std::vector<DeviceRecord>& devices,
+                                      const std::vector<DeviceRange>& media,
+                                      const std::map<std::pair<int64_t, uint64_t>, bool>& skipped,
+                                      Findings& f) {
+  std::set<std::pair<int64_t, uint64_t>> seen;
+  auto take = [&](const StripePage& page) {
+    for (const StripeRows& r : page.stripes) {
+      if (seen.insert({r.object.id, r.stripe}).second) Assess(r, devices, media, skipped, f);
+    }
+  };
+  for (store::StripeCursor at;;) {
+    absl::StatusOr<StripePage> page = store_->StripesWithCorruptBlocks(at, kPlanPage);
+    if (!page.ok()) return page.status();
+    take(*page);
+    if (!page->more) break;
+    at = page->next;
+  }
+  std::vector<DeviceRange> ranges = media;
+  for (const DeviceRecord& d : devices) {
+    if (d.state != DeviceState::kOnline) ranges.push_back({d.id, 0, 0});
+  }
+  for (const DeviceRange& range : ranges) {
+    for (store::StripeCursor at;;) {
+      absl::StatusOr<StripePage> page = store_->StripesOnDevice(range, at, kPlanPage);
+      if (!page.ok()) return page.status();
+      take(*page);
+      if (!page->more) break;
+      at = page->next;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void RepairPlanner::Assess(const StripeRows& r, const std::vector<DeviceRecord>& devices,
+                           const std::vector<DeviceRange>& media,
+                           const std::map<std::pair<int64_t, uint64_t>, bool>& skipped,
+                           Findings& f) {
+  const uint32_t m = r.object.data_blocks;
+  const uint32_t k = r.object.parity_blocks;
+  uint32_t healthy = 0;
+  bool repair = r.blocks.size() < m + k;  // a row missing: rebuild it
+  std::vector<uint32_t> failing;          // devices it has a block to move off
+  std::vector<size_t> in_ranges;
+  for (const BlockRecord& b : r.blocks) {
+    const DeviceState st =
+        b.device < devices.size() ? devices[b.device].state : DeviceState::kFailed;
+    if ((st == DeviceState::kOnline || st == DeviceState::kFailing) && !b.corrupt) ++healthy;
+    if (b.corrupt || st == DeviceState::kFailed) repair = true;
+    if (st == DeviceState::kFailing) failing.push_back(b.device);
+    for (size_t i = 0; i < media.size(); ++i) {
+      if (InRange(b, media[i])) in_ranges.push_back(i);
+    }
+  }
+  const auto skip = skipped.find({r.object.id, r.stripe});
+  if (healthy < m || (skip != skipped.end() && skip->second)) {  // lost: nothing to rebuild from
+    ++f.lost;
+    ++f.lost_by_parity[k];
+    for (uint32_t d : failing) ++f.lost_on[d];
+    return;
+  }
+  const uint32_t redundancy = healthy - m;
+  if (redundancy < k) ++f.degraded[k][redundancy];
+  const bool move = !failing.empty() || !in_ranges.empty();
+  for (uint32_t d : failing) ++f.blocks_on[d];
+  for (size_t i : in_ranges) ++f.stripes_in_range[i];
+  if (!repair && !move) {
+    if (redundancy < k) ++f.waiting;  // only down devices: within their delay
+    return;
+  }
+  if (skip != skipped.end()) return;  // set aside until a device change or the retry
+  const int64_t move_device =
+      !failing.empty()
+          ? failing.front()
+          : (!in_ranges.empty() ? static_cast<int64_t>(media[in_ranges.front()].device) : -1);
+  const uint64_t moves = m + k - healthy + (move ? 1 : 0);
+  f.queue.push_back({r.object.id, r.object.name, r.stripe, redundancy, !repair, k, move_device,
+                     moves * r.object.block_size});
 }
 
 void RepairPlanner::RecountLocked() const {
@@ -543,60 +599,63 @@ void RepairPlanner::RecountLocked() const {
         below += count;
       }
     }
+    auto lost = census_lost_.find(k);
+    if (lost != census_lost_.end()) below += lost->second;  // in no level: nothing left to lose
     levels[k] += n > below ? n - below : 0;
   }
   status_.stripes_by_redundancy = std::move(levels);
 }
 
 void RepairPlanner::UpdateJobsLocked(const std::vector<DeviceRecord>& devices,
-                                     const std::vector<DeviceRange>& media,
-                                     const std::vector<uint64_t>& stripes_in_range,
-                                     const std::vector<uint64_t>& blocks_on,
-                                     uint64_t first_unseen_job) {
-  std::vector<uint64_t> done;
-  std::vector<uint64_t> stopped;  // evacuations whose device was brought online again
+                                     const std::vector<DeviceRange>& media, const Findings& f,
+                                     uint64_t first_unseen_job,
+                                     std::vector<std::string>& finished_media) {
+  std::vector<std::pair<uint64_t, std::string>> ended;  // job, error ("" done)
   for (auto& [id, job] : jobs_) {
     if (job.state != RebuildState::kRunning || id >= first_unseen_job) continue;
-    if (job.spec.kind == RebuildKind::kEvacuateDevice) {
-      const uint32_t d = job.spec.device;
-      const uint64_t left = d < blocks_on.size() ? blocks_on[d] : 0;
+    const uint32_t d = job.spec.device;
+    if (job.spec.kind == RebuildKind::kEvacuateDevice && d < devices.size()) {
+      const uint64_t left = f.blocks_on[d];
       job.objects_total = std::max(job.objects_total, left);
       job.objects_done = job.objects_total - left;
-      if (d < devices.size() && left == 0 &&
-          (devices[d].state == DeviceState::kFailing || devices[d].state == DeviceState::kFailed)) {
-        done.push_back(id);
-      } else if (d < devices.size() && devices[d].state == DeviceState::kOnline) {
-        stopped.push_back(id);
+      if (devices[d].state == DeviceState::kOnline) {
+        ended.emplace_back(
+            id, absl::StrCat("device ", d, " was brought online again; its evacuation stopped"));
+      } else if (left == 0 && f.lost_on[d] > 0) {
+        ended.emplace_back(
+            id, absl::StrCat(f.lost_on[d], " stripes with a block on device ", d,
+                             " have fewer than M good blocks: their blocks stay on the device, "
+                             "which stays failing. Bring failed devices back online if their "
+                             "data is intact, or restore those objects from a backup"));
+      } else if (left == 0) {
+        ended.emplace_back(id, "");
       }
     } else if (job.spec.kind == RebuildKind::kMediaRange) {
       for (size_t i = 0; i < media.size(); ++i) {
-        if (media[i].device != job.spec.device || media[i].first_lba != job.spec.first_lba ||
+        if (media[i].device != d || media[i].first_lba != job.spec.first_lba ||
             media[i].lba_count != job.spec.lba_count) {
           continue;
         }
-        job.objects_total = std::max(job.objects_total, stripes_in_range[i]);
-        job.objects_done = job.objects_total - stripes_in_range[i];
-        if (stripes_in_range[i] == 0) done.push_back(id);
+        job.objects_total = std::max(job.objects_total, f.stripes_in_range[i]);
+        job.objects_done = job.objects_total - f.stripes_in_range[i];
+        if (f.stripes_in_range[i] == 0) ended.emplace_back(id, "");
       }
     }
   }
-  for (uint64_t id : done) {
+  for (const auto& [id, error] : ended) {
     const RebuildSpec spec = jobs_[id].spec;
     if (spec.kind == RebuildKind::kMediaRange) {
-      (void)store_->DeleteMeta(MediaKey({spec.device, spec.first_lba, spec.lba_count}));
+      const DeviceRange range{spec.device, spec.first_lba, spec.lba_count};
+      finished_media.push_back(MediaKey(range));
       ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(),
                                    [&](const DeviceRange& r) {
-                                     return r.device == spec.device &&
-                                            r.first_lba == spec.first_lba &&
-                                            r.lba_count == spec.lba_count;
+                                     return r.device == range.device &&
+                                            r.first_lba == range.first_lba &&
+                                            r.lba_count == range.lba_count;
                                    }),
                     ranges_.end());
     }
-    FinishLocked(id, "");
-  }
-  for (uint64_t id : stopped) {
-    FinishLocked(id, absl::StrCat("device ", jobs_[id].spec.device,
-                                  " was brought online again; its evacuation stopped"));
+    FinishLocked(id, error);
   }
 }
 
@@ -681,46 +740,25 @@ void RepairPlanner::Finished(const std::vector<Work>& batch,
   std::lock_guard<std::mutex> lock(mu_);
   in_batch_ = 0;
   const Work& head = batch.front();
-  if (!p.ok() && absl::IsNotFound(p.status())) return;  // deleted meanwhile
-  if (!p.ok() && !absl::IsDataLoss(p.status())) {
-    Log(LogLevel::kError, "repair of %d stripes of %s: %s", batch.size(), head.object,
-        p.status().message());
-    status_.stalled = std::string(p.status().message());
-    if (absl::IsResourceExhausted(p.status())) {
-      status_.stalled = absl::StrCat(
-          "no online device outside a stripe of \"", head.object,
-          "\" has room for a rebuilt block: add devices, replace failed ones (`ecctl device "
-          "replace N`) or delete objects. The repair goes on by itself after any device change "
-          "and tries again every ",
-          absl::FormatDuration(options_.stall_retry));
-      stalled_until_ = absl::Now() + options_.stall_retry;
-    } else if (absl::IsCancelled(p.status())) {
-      return;
-    }
-    dirty_ = true;  // plan again: what failed (a device, room) changes the order
+  if (!p.ok()) {
+    if (absl::IsNotFound(p.status()) || absl::IsCancelled(p.status())) return;
+    SetAsideLocked(batch, p.status());
     return;
   }
-  if (!p.ok()) status_.stalled.clear();
   const uint64_t n = batch.size();
-  const uint64_t bytes = p.ok() ? p->bytes_rebuilt : 0;
   ++batches_;
   RepairStatus::Level& level = status_.repaired_by_redundancy[head.redundancy];
   if (level.stripes == 0) level.first_batch = batches_;
   level.last_batch = batches_;
   level.stripes += n;
   status_.stripes_repaired += n;
-  if (p.ok()) {
-    status_.blocks_repaired += p->blocks_rebuilt;
-    status_.bytes_repaired += bytes;
-    status_.stalled.clear();
-    CreditJobsLocked(head.move_device, *p);
-  } else {
-    dirty_ = true;  // some stripes were lost: count them afresh
-  }
+  status_.blocks_repaired += p->blocks_rebuilt;
+  status_.bytes_repaired += p->bytes_rebuilt;
+  CreditJobsLocked(head.move_device, *p);
   status_.last_progress = absl::Now();
   activity_stripes_ += n;
-  activity_bytes_ += bytes;
-  // The census: these stripes are whole again.
+  activity_bytes_ += p->bytes_rebuilt;
+  // The census: these stripes are whole again (the next plan confirms it).
   auto it = census_degraded_.find(head.parity);
   if (it != census_degraded_.end() && !head.move_only) {
     uint64_t& at = it->second[head.redundancy];
@@ -728,6 +766,30 @@ void RepairPlanner::Finished(const std::vector<Work>& batch,
     RecountLocked();
   }
   if (queue_.empty()) dirty_ = true;  // confirm from the catalog, finish jobs
+}
+
+void RepairPlanner::SetAsideLocked(const std::vector<Work>& batch, const absl::Status& status) {
+  const Work& head = batch.front();
+  const bool lost = absl::IsDataLoss(status);
+  Log(LogLevel::kError, "repair of %d stripes of %s: %s; %s", batch.size(), head.object,
+      status.message(),
+      lost ? "those that could not be rebuilt are counted lost"
+           : "set aside until a device changes or the next retry");
+  if (absl::IsResourceExhausted(status)) {
+    status_.stalled = absl::StrCat(
+        "no online device outside a stripe of \"", head.object,
+        "\" has room for a rebuilt block: add devices, replace failed ones (`ecctl device "
+        "replace N`) or delete objects. The repair goes on by itself after any device change "
+        "and tries again every ",
+        absl::FormatDuration(options_.stall_retry));
+  } else if (!lost) {
+    status_.stalled = std::string(status.message());
+  }
+  // The stripes of the batch that were repaired are committed; the others wait, so that the
+  // rest of the queue goes on. A device change, or the retry, brings them back.
+  if (skipped_.empty()) retry_at_ = absl::Now() + options_.stall_retry;
+  for (const Work& w : batch) skipped_[{w.object_id, w.stripe}] = lost;
+  dirty_ = true;
 }
 
 void RepairPlanner::CreditJobsLocked(int64_t device, const RecoverProgress& p) {

@@ -164,16 +164,29 @@ class RepairPlanner {
   uint64_t NextObjectJobLocked() const;  // a queued repair-object job, or 0
   // Fails the devices down for longer than the delay; returns how many.
   size_t FailDownDevices();
+  struct Findings;  // what one plan found
   // Reads what is at risk from the catalog and replaces the queue, the census and the jobs'
-  // progress with what it finds.
+  // progress with what it finds. A catalog error plans again 5 s later.
   void Plan();
-  void SetCensusLocked(const std::map<uint32_t, uint64_t>& totals,
-                       const std::map<uint32_t, std::map<uint32_t, uint64_t>>& degraded);
+  // Reads every stripe with a corrupt block, a block on a device not online, or a block in a
+  // media range, once each, into `f`.
+  absl::Status ReadRisks(const std::vector<store::DeviceRecord>& devices,
+                         const std::vector<store::DeviceRange>& media,
+                         const std::map<std::pair<int64_t, uint64_t>, bool>& skipped, Findings& f);
+  // Counts one stripe into `f` and queues it if it needs work.
+  static void Assess(const store::StripeRows& r, const std::vector<store::DeviceRecord>& devices,
+                     const std::vector<store::DeviceRange>& media,
+                     const std::map<std::pair<int64_t, uint64_t>, bool>& skipped, Findings& f);
   void RecountLocked() const;  // status_.stripes_by_redundancy from the census
+  // Ends the jobs whose work is done; the meta keys of finished media ranges go to
+  // `finished_media`, to be deleted once the lock is released.
   void UpdateJobsLocked(const std::vector<store::DeviceRecord>& devices,
-                        const std::vector<store::DeviceRange>& media,
-                        const std::vector<uint64_t>& stripes_in_range,
-                        const std::vector<uint64_t>& blocks_on, uint64_t first_unseen_job);
+                        const std::vector<store::DeviceRange>& media, const Findings& f,
+                        uint64_t first_unseen_job, std::vector<std::string>& finished_media);
+  // Sets a failed batch's stripes aside (lost, for DataLoss) until a device change or the
+  // retry, so that one stripe that cannot be repaired does not hold up the others.
+  void SetAsideLocked(const std::vector<Work>& batch, const absl::Status& status);
+  void ClearSkippedLocked();
   // Repairs the stripes at the head of the queue that share its object and risk.
   void RunBatch();
   void Finished(const std::vector<Work>& batch, const absl::StatusOr<store::RecoverProgress>& p);
@@ -217,14 +230,18 @@ class RepairPlanner {
   std::vector<store::DeviceRecord> down_;   // down devices at the last plan; guarded by mu_
   // Stripes by K, and of those the degraded ones by redundancy left; guarded by mu_.
   mutable std::map<uint32_t, uint64_t> census_totals_;
+  std::map<uint32_t, uint64_t> census_lost_;  // lost stripes by K
   std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_;
   mutable RepairStatus status_;  // guarded by mu_; Status() refreshes its census
   uint64_t batches_ = 0;         // guarded by mu_
   // Since the queue last filled: when, and the stripes and bytes repaired (rate, ETA).
-  absl::Time activity_start_ = absl::Now();          // guarded by mu_
-  uint64_t activity_stripes_ = 0;                    // guarded by mu_
-  uint64_t activity_bytes_ = 0;                      // guarded by mu_
-  absl::Time stalled_until_ = absl::InfinitePast();  // guarded by mu_
+  absl::Time activity_start_ = absl::Now();  // guarded by mu_
+  uint64_t activity_stripes_ = 0;            // guarded by mu_
+  uint64_t activity_bytes_ = 0;              // guarded by mu_
+  // Stripes set aside after a failed batch (true: lost), until a device change or retry_at_.
+  std::map<std::pair<int64_t, uint64_t>, bool> skipped_;  // guarded by mu_
+  absl::Time retry_at_ = absl::InfinitePast();            // guarded by mu_
+  absl::Time plan_retry_at_ = absl::InfinitePast();       // guarded by mu_: after an error
   std::thread worker_;
 };
 

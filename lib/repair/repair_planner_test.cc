@@ -474,5 +474,51 @@ TEST_F(RepairPlannerTest, AnEvacuationStopsWhenItsDeviceIsBroughtBackOnline) {
   EXPECT_EQ(planner.Status().stripes_repaired, 0u);
 }
 
+TEST_F(RepairPlannerTest, AStripeWithNowhereToGoDoesNotHoldUpTheOthers) {
+  // 6+2 on 8 devices: a lost block has no device outside its stripe. 4+2 has two to spare.
+  ASSERT_TRUE(TempStoreTest::Put("wide", RandomBytes(6 * 4096 * 3, 66), 6, 2).ok());
+  Put("narrow", RandomBytes(4 * 4096 * 5, 67));
+  RepairPlanner planner(store_.get(), {});
+  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
+  ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
+  EXPECT_EQ(store_->Stat("narrow", false, true)->degraded_stripes, 0u);
+  EXPECT_EQ(store_->Stat("wide", false, false)->degraded_stripes, 3u);
+  const RepairStatus status = planner.Status();
+  EXPECT_NE(status.stalled.find("no online device"), std::string::npos) << status.stalled;
+  EXPECT_EQ(status.stripes_by_redundancy.at(1), 3u);  // the wide stripes, set aside
+  // A device back (here: replaced) is a change: the wide stripes are repaired at once.
+  ASSERT_TRUE(store_->ReplaceDevice(0).ok());
+  ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
+  EXPECT_EQ(store_->Stat("wide", false, true)->degraded_stripes, 0u);
+  EXPECT_TRUE(planner.Status().stalled.empty());
+}
+
+TEST_F(RepairPlannerTest, PausedDownDevicesStayDownPastTheirDelay) {
+  Put("obj", RandomBytes(6 * 16384, 68));
+  RepairPlannerOptions o;
+  o.repair_delay = absl::Milliseconds(50);
+  RepairPlanner planner(store_.get(), o);
+  ASSERT_TRUE(planner.SetPaused(true).ok());
+  ASSERT_TRUE(store_->MarkDeviceDown(1, "maintenance").ok());
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(Device(1).record.state, DeviceState::kDown);  // noout: not failed while paused
+  ASSERT_TRUE(planner.SetPaused(false).ok());
+  for (int i = 0; i < 500 && Device(1).record.state != DeviceState::kFailed; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(Device(1).record.state, DeviceState::kFailed);
+}
+
+TEST_F(RepairPlannerTest, ADeviceDownForItsWritesStaysDownAfterARestart) {
+  Put("obj", RandomBytes(6 * 16384, 69));
+  ASSERT_TRUE(store_->MarkDeviceDown(4, "5 writes in a row failed").ok());
+  Open();
+  EXPECT_EQ(Device(4).record.state, DeviceState::kDown);
+  ASSERT_TRUE(store_->MarkDeviceDown(5, "could not be opened").ok());
+  Open();
+  EXPECT_EQ(Device(5).record.state, DeviceState::kOnline);  // it opens: it came back
+  EXPECT_EQ(Device(4).record.state, DeviceState::kDown);
+}
+
 }  // namespace
 }  // namespace ecd::repair

@@ -518,16 +518,16 @@ absl::Status Catalog::SetDeviceDown(uint32_t id, int64_t since_unix_ms, absl::st
   return txn.Commit();
 }
 
-absl::Status Catalog::ReplaceDevice(uint32_t id) {
+absl::Status Catalog::PrepareReplacement(uint32_t id) {
   std::lock_guard lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
-  if (absl::Status st = SetDeviceRow(db_, id, "online"); !st.ok()) return st;
   Statement mark(db_, "UPDATE blocks SET corrupt = 1 WHERE device_id = ?");
   mark.Bind(1, id);
   if (absl::Status st = mark.Run(); !st.ok()) return st;
-  if (absl::Status st = DeleteMetaRow(db_, FailingKey(id)); !st.ok()) return st;
-  if (absl::Status st = DeleteMetaRow(db_, DownKey(id)); !st.ok()) return st;
+  if (absl::Status st = DeleteMetaRow(db_, absl::StrCat("device_label/", id)); !st.ok()) {
+    return st;
+  }
   return txn.Commit();
 }
 
@@ -744,32 +744,41 @@ absl::StatusOr<std::vector<std::string>> Catalog::ObjectsOnDevice(uint32_t devic
   }
 }
 
-absl::StatusOr<StripePage> Catalog::StripesAtRisk(absl::Span<const DeviceRange> ranges,
-                                                  int64_t after_object, uint64_t after_stripe,
-                                                  size_t max_stripes) {
-  // One arm per source of risk, each served by an index (blocks_corrupt, blocks_by_extent).
+absl::StatusOr<StripePage> Catalog::StripesWithCorruptBlocks(const StripeCursor& after,
+                                                             size_t max_stripes) {
+  // Served by the partial index blocks_corrupt.
+  return StripesOf(
+      "SELECT DISTINCT object_id, stripe, 0 AS at FROM blocks WHERE corrupt = 1 AND "
+      "(object_id, stripe) > (?1, ?2) ORDER BY object_id, stripe LIMIT ?3",
+      {after.object, static_cast<int64_t>(after.stripe)}, max_stripes);
+}
+
+absl::StatusOr<StripePage> Catalog::StripesOnDevice(const DeviceRange& range,
+                                                    const StripeCursor& after, size_t max_stripes) {
+  // Served by blocks_by_extent (device_id, lba); a stripe has at most one block on a device.
   std::string hits =
-      "SELECT object_id, stripe FROM blocks WHERE corrupt = 1 AND (object_id, stripe) > (?1, ?2)";
-  for (size_t i = 0; i < ranges.size(); ++i) {
-    absl::StrAppend(&hits, " UNION SELECT object_id, stripe FROM blocks WHERE device_id = ",
-                    ranges[i].device, " AND (object_id, stripe) > (?1, ?2)");
-    if (ranges[i].lba_count > 0) {
-      absl::StrAppend(&hits, " AND lba < ", ranges[i].first_lba + ranges[i].lba_count,
-                      " AND lba + lba_count > ", ranges[i].first_lba);
-    }
+      "SELECT object_id, stripe, lba AS at FROM blocks WHERE device_id = ?1 AND lba > ?2";
+  if (range.lba_count > 0) {
+    absl::StrAppend(&hits, " AND lba < ", range.first_lba + range.lba_count,
+                    " AND lba + lba_count > ", range.first_lba);
   }
-  std::string sql = absl::StrCat("WITH hit(object_id, stripe) AS (SELECT * FROM (", hits,
-                                 ") ORDER BY object_id, stripe LIMIT ?3) SELECT ", kBlockColumns,
-                                 " FROM hit JOIN blocks b "
-                                 "USING (object_id, stripe) ORDER BY object_id, stripe, idx");
-  // kBlockColumns names columns of blocks; "USING" makes object_id and stripe unambiguous.
+  absl::StrAppend(&hits, " ORDER BY lba LIMIT ?3");
+  return StripesOf(hits, {range.device, after.lba}, max_stripes);
+}
+
+absl::StatusOr<StripePage> Catalog::StripesOf(const std::string& hits,
+                                              std::pair<int64_t, int64_t> args,
+                                              size_t max_stripes) {
+  // kBlockColumns names columns of blocks; USING makes object_id and stripe unambiguous.
+  const std::string sql =
+      absl::StrCat("WITH hit(object_id, stripe, at) AS (", hits, ") SELECT ", kBlockColumns,
+                   ", hit.at FROM hit JOIN blocks b USING (object_id, stripe) "
+                   "ORDER BY hit.at, object_id, stripe, idx");
   std::lock_guard lock(mu_);
   Statement s(db_, sql.c_str());
-  s.Bind(1, after_object).Bind(2, static_cast<int64_t>(after_stripe));
-  s.Bind(3, static_cast<int64_t>(max_stripes));
+  s.Bind(1, args.first).Bind(2, args.second).Bind(3, static_cast<int64_t>(max_stripes));
   std::vector<StripeRows> out;
-  std::map<int64_t, ObjectRecord> objects;  // committed ones; pending ones are skipped
-  std::vector<int64_t> skipped;
+  StripePage page;
   for (;;) {
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
@@ -781,11 +790,13 @@ absl::StatusOr<StripePage> Catalog::StripesAtRisk(absl::Span<const DeviceRange> 
       out.emplace_back();
       out.back().object.id = object_id;
       out.back().stripe = b->stripe;
+      page.next = {object_id, b->stripe, s.Int(8)};
     }
     out.back().blocks.push_back(*b);
   }
-  // The objects' records, and only committed objects.
-  std::vector<StripeRows> kept;
+  page.more = out.size() == max_stripes;
+  // The objects' records; stripes of objects not committed (an encode in progress) are left out.
+  std::map<int64_t, ObjectRecord> objects;
   for (StripeRows& r : out) {
     auto it = objects.find(r.object.id);
     if (it == objects.end()) {
@@ -805,15 +816,8 @@ absl::StatusOr<StripePage> Catalog::StripesAtRisk(absl::Span<const DeviceRange> 
     }
     if (it->second.id == 0) continue;
     r.object = it->second;
-    kept.push_back(std::move(r));
+    page.stripes.push_back(std::move(r));
   }
-  StripePage page;
-  page.more = out.size() == max_stripes;
-  if (!out.empty()) {
-    page.last_object = out.back().object.id;
-    page.last_stripe = out.back().stripe;
-  }
-  page.stripes = std::move(kept);
   return page;
 }
 

@@ -83,12 +83,19 @@ struct StripeRows {
   std::vector<BlockRecord> blocks;
 };
 
-// One page of Catalog::StripesAtRisk: the stripes, and where the next page starts.
+// Where a page of stripes ends, for the next one: (object, stripe) for corrupt blocks, the LBA
+// of the last hit for a device range (-1: from the start).
+struct StripeCursor {
+  int64_t object = 0;
+  uint64_t stripe = 0;
+  int64_t lba = -1;
+};
+
+// One page of stripes at risk, and where the next page starts.
 struct StripePage {
-  std::vector<StripeRows> stripes;
-  bool more = false;  // more stripes may follow after (last_object, last_stripe)
-  int64_t last_object = 0;
-  uint64_t last_stripe = 0;
+  std::vector<StripeRows> stripes;  // of committed objects only
+  bool more = false;                // more stripes may follow after `next`
+  StripeCursor next;
 };
 
 // LBAs [first_lba, first_lba + lba_count) of one device; lba_count 0: the whole device.
@@ -137,9 +144,10 @@ class Catalog {
   absl::Status SetDeviceState(uint32_t id, DeviceState state);
   // Marks a device down since `since_unix_ms` for `reason`, in one transaction.
   absl::Status SetDeviceDown(uint32_t id, int64_t since_unix_ms, absl::string_view reason);
-  // A replaced device: every block recorded on it is marked corrupt (its new namespace is
-  // blank) and it is online again, in one transaction.
-  absl::Status ReplaceDevice(uint32_t id);
+  // Before a device's namespace is replaced by a blank one: every block recorded on it is
+  // marked corrupt and its label's place (meta `device_label/<id>`) forgotten, in one
+  // transaction. Its state is left as it is.
+  absl::Status PrepareReplacement(uint32_t id);
 
   // Inserts a pending object and returns its id. AlreadyExists if the name is taken (by a
   // committed object or by an encode in progress).
@@ -168,12 +176,13 @@ class Catalog {
   // [first_lba, first_lba + lba_count); lba_count 0 means the whole device. Sorted by name.
   absl::StatusOr<std::vector<std::string>> ObjectsOnDevice(uint32_t device, uint64_t first_lba,
                                                            uint64_t lba_count);
-  // Stripes of committed objects that need a look from the repair: those with a corrupt block or
-  // a block overlapping one of `ranges`. Pages through them in (object id, stripe) order: at
-  // most `max_stripes` stripes after (after_object, after_stripe). REQUIRES: max_stripes > 0.
-  absl::StatusOr<StripePage> StripesAtRisk(absl::Span<const DeviceRange> ranges,
-                                           int64_t after_object, uint64_t after_stripe,
-                                           size_t max_stripes);
+  // Pages through the stripes the repair must look at, each with all its block rows: those
+  // with a corrupt block, in (object, stripe) order, or those with a block overlapping `range`,
+  // in LBA order. At most `max_stripes` stripes after `after`. REQUIRES: max_stripes > 0.
+  absl::StatusOr<StripePage> StripesWithCorruptBlocks(const StripeCursor& after,
+                                                      size_t max_stripes);
+  absl::StatusOr<StripePage> StripesOnDevice(const DeviceRange& range, const StripeCursor& after,
+                                             size_t max_stripes);
   // Stripes of committed objects by their parity block count K.
   absl::StatusOr<std::map<uint32_t, uint64_t>> StripesByParity();
   // Number of blocks stored on each device id.
@@ -205,6 +214,10 @@ class Catalog {
  private:
   explicit Catalog(sqlite3* db) : db_(db) {}
   absl::Status Exec(const char* sql);
+  // The stripes `hits` (SQL giving object_id, stripe and an ordering column `at`, with
+  // parameters ?1 and ?2 from `args` and ?3 the limit) names, with all their block rows.
+  absl::StatusOr<StripePage> StripesOf(const std::string& hits, std::pair<int64_t, int64_t> args,
+                                       size_t max_stripes);
 
   std::mutex mu_;
   sqlite3* const db_;

@@ -1,6 +1,7 @@
-// DeviceLabel: the small versioned record at the start of every device that says which store
-// and which device slot the namespace belongs to, so that a namespace replaced, swapped or cut
-// short while ecd was stopped is recognized and never reported healthy. Format: docs/formats.md.
+// DeviceLabel: the small versioned record on one LBA of every device (LBA 0 of a device created
+// with labels; where the catalog's meta `device_label/<id>` says) that names the store and the
+// device slot the namespace belongs to, so that a namespace replaced, swapped or cut short while
+// ecd was stopped is recognized and never reported healthy. Format: docs/formats.md.
 #ifndef ECD_LIB_STORE_DEVICE_LABEL_H_
 #define ECD_LIB_STORE_DEVICE_LABEL_H_
 

@@ -1964,13 +1964,21 @@ absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
   return out;
 }
 
-absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState state) {
+absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState state,
+                                                   std::optional<DeviceState> only_from) {
   if (id >= devices_.size()) {
     return absl::NotFoundError(absl::StrCat("device ", id, " not found; devices are 0..",
                                             devices_.size() - 1, " (`ecctl device ls`)"));
   }
   Device& d = *devices_[id];
   std::lock_guard transition(state_mu_);  // One state change at a time.
+  if (only_from) {
+    std::lock_guard lock(mu_);
+    if (d.record.state != *only_from) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device ", id, " is ", DeviceStateName(d.record.state), " now"));
+    }
+  }
   if (state == DeviceState::kFailing) {
     std::lock_guard lock(mu_);
     if (d.record.state != DeviceState::kOnline || d.ns == nullptr) {
@@ -2001,9 +2009,14 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
             "replace ",
             id, "`"));
       }
-      std::lock_guard lock(mu_);
-      d.ns = std::move(*ns);  // I/O still holding the old handle finishes on it.
-      d.write_errors_in_a_row = 0;
+      {
+        std::lock_guard lock(mu_);
+        d.ns = std::move(*ns);  // I/O still holding the old handle finishes on it.
+        d.write_errors_in_a_row = 0;
+      }
+      if (!label_lba) {
+        if (absl::Status s = LabelDevice(d); !s.ok()) return s;
+      }
     }
   }
   if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;

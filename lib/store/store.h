@@ -375,8 +375,12 @@ class Store {
   ReadBufferSets read_buffer_sets() const;
   // kOnline, kFailing or kFailed. kOnline reopens the namespace of a device that is not
   // online and checks its label: a blank, foreign or cut-short namespace is refused
-  // (FailedPrecondition; ReplaceDevice takes a blank one).
-  absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state);
+  // (FailedPrecondition; ReplaceDevice takes a blank one). A device without a label yet (one
+  // that could not be opened when labels came) is labelled once it opens.
+  // With `only_from`, the change is made only if the device is in that state when the change
+  // runs (FailedPrecondition otherwise): a compare-and-set against operators' changes.
+  absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state,
+                                              std::optional<DeviceState> only_from = std::nullopt);
   // Takes an online or failing device out of service without failing it: its blocks are not
   // read or written, and not rebuilt until the repair planner fails it after its delay. The time
   // is stored, so a restart keeps the delay running. FailedPrecondition for a failed device.
@@ -394,18 +398,23 @@ class Store {
   // Stripes of committed objects by parity count K, kept as objects are stored, updated and
   // deleted (no scan).
   std::map<uint32_t, uint64_t> StripesByParity() const;
-  // Stripes with a corrupt block or a block in one of `ranges` (Catalog::StripesAtRisk).
-  absl::StatusOr<StripePage> StripesAtRisk(absl::Span<const DeviceRange> ranges,
-                                           int64_t after_object, uint64_t after_stripe,
-                                           size_t max_stripes) {
-    return catalog_->StripesAtRisk(ranges, after_object, after_stripe, max_stripes);
+  // Pages of the stripes the repair must look at (Catalog::StripesWithCorruptBlocks and
+  // Catalog::StripesOnDevice).
+  absl::StatusOr<StripePage> StripesWithCorruptBlocks(const StripeCursor& after, size_t max) {
+    return catalog_->StripesWithCorruptBlocks(after, max);
+  }
+  absl::StatusOr<StripePage> StripesOnDevice(const DeviceRange& range, const StripeCursor& after,
+                                             size_t max) {
+    return catalog_->StripesOnDevice(range, after, max);
   }
   // The store's id (catalog meta `store_id`), written in every device's label.
   const std::string& store_id() const { return store_id_; }
 
-  // Called (with no store lock held, on the thread that saw it) whenever something may need
-  // repair: a block found corrupt or unreadable, a device's state changed, a device's writes
-  // failing. Must be cheap: the repair planner only notes it and wakes up.
+  // Called on the thread that saw it whenever something may need repair: a block found corrupt
+  // or unreadable, a device's state changed (then with the state-change lock held: the listener
+  // must not change a device's state itself), a device's writes failing (then on an I/O
+  // completion thread). Must be cheap and must not block: the repair planner only notes it and
+  // wakes up. Setting another listener (or none) waits for calls of the old one in progress.
   void SetRepairListener(std::function<void()> fn);
 
   // Called after the store itself marks a device failing (suspect) because a flush on it
@@ -606,6 +615,8 @@ class Store {
   // Writes a label to every open device that has none yet (a new one, or one from before
   // labels), on an LBA of its own, and records where.
   absl::Status LabelDevices();
+  // Writes a label on a newly allocated LBA of `d` (nothing, with a warning, when it is full).
+  absl::Status LabelDevice(Device& d);
   absl::Status WriteLabel(uint32_t id, uint64_t lba);
   void CountStripes(uint32_t parity, int64_t delta);
   void FreeExtents(absl::Span<const BlockRecord> blocks);
@@ -628,7 +639,9 @@ class Store {
   std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_;
   std::function<void(uint32_t, const std::string&)> suspect_listener_;  // guarded by mu_
   std::function<void()> repair_listener_;                               // guarded by mu_
-  std::string store_id_;                                                // Set by Init.
+  int listener_calls_ = 0;                                              // guarded by mu_
+  std::condition_variable listener_idle_;
+  std::string store_id_;  // Set by Init.
   mutable std::mutex census_mu_;
   std::map<uint32_t, uint64_t> stripes_by_parity_;  // guarded by census_mu_
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +19,9 @@ namespace ecd::store {
 namespace {
 
 std::string LabelKey(uint32_t id) { return absl::StrCat("device_label/", id); }
+
+// The reason of a device down for its writes; such a device is not brought back by a restart.
+constexpr char kWritesFailed[] = "writes in a row failed";
 
 // A device that cannot be used at start-up, and why.
 struct Unusable {
@@ -132,7 +136,9 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
   }
   for (DeviceRecord& r : records) {
     const size_t at = r.id;
-    if (opened[at] != nullptr && r.state == DeviceState::kDown) {
+    // A device down because its writes kept failing stays down: that it opens proves nothing.
+    if (opened[at] != nullptr && r.state == DeviceState::kDown &&
+        !absl::StrContains(r.down_reason, kWritesFailed)) {
       Log(LogLevel::kInfo, "device %d is back; it is online again and nothing was rebuilt", r.id);
       if (absl::Status s = catalog_->SetDeviceState(r.id, DeviceState::kOnline); !s.ok()) return s;
       r.state = DeviceState::kOnline;
@@ -168,24 +174,37 @@ absl::Status Store::WriteLabel(uint32_t id, uint64_t lba) {
 
 absl::Status Store::LabelDevices() {
   for (auto& d : devices_) {
-    std::optional<uint64_t> lba;
     {
       std::lock_guard lock(mu_);
       if (d->label_lba || d->ns == nullptr || d->record.state == DeviceState::kFailed) continue;
-      lba = d->allocator.Allocate(1);
     }
-    if (!lba) {
-      Log(LogLevel::kWarning, "device %d has no free LBA for its label; it is not labelled",
-          d->record.id);
-      continue;
-    }
-    if (absl::Status s = WriteLabel(d->record.id, *lba); !s.ok()) {
-      return absl::Status(
-          s.code(), absl::StrCat("writing the label of device ", d->record.id, ": ", s.message()));
-    }
-    std::lock_guard lock(mu_);
-    d->label_lba = lba;
+    if (absl::Status s = LabelDevice(*d); !s.ok()) return s;
   }
+  return absl::OkStatus();
+}
+
+absl::Status Store::LabelDevice(Device& d) {
+  std::optional<uint64_t> lba;
+  {
+    std::lock_guard lock(mu_);
+    lba = d.allocator.Allocate(1);
+  }
+  if (!lba) {
+    Log(LogLevel::kWarning, "device %d has no free LBA for its label; it is not labelled",
+        d.record.id);
+    return absl::OkStatus();
+  }
+  if (absl::Status s = WriteLabel(d.record.id, *lba); !s.ok()) {
+    BlockRecord label;
+    label.device = d.record.id;
+    label.lba = *lba;
+    label.lba_count = 1;
+    FreeExtents({label});
+    return absl::Status(
+        s.code(), absl::StrCat("writing the label of device ", d.record.id, ": ", s.message()));
+  }
+  std::lock_guard lock(mu_);
+  d.label_lba = lba;
   return absl::OkStatus();
 }
 
@@ -234,6 +253,9 @@ absl::StatusOr<DeviceStatus> Store::ReplaceDevice(uint32_t id) {
           "; only a failed or down device can be replaced (`ecctl device fail ", id,
           "` first, or `ecctl device evacuate ", id, "` to move its blocks off while it reads)"));
     }
+    // First the catalog: every block on the device is corrupt and its label forgotten, so that a
+    // crash from here on never trusts the blank namespace; the device stays failed or down.
+    if (absl::Status s = catalog_->PrepareReplacement(id); !s.ok()) return s;
     const std::string path = DevicePath(options_.data_dir, r.path);
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) {
@@ -256,7 +278,7 @@ absl::StatusOr<DeviceStatus> Store::ReplaceDevice(uint32_t id) {
           "device ", id, " has no free LBA for its label; free space on it and retry"));
     }
     if (absl::Status s = WriteLabel(id, *lba); !s.ok()) return s;
-    if (absl::Status s = catalog_->ReplaceDevice(id); !s.ok()) return s;
+    if (absl::Status s = catalog_->SetDeviceState(id, DeviceState::kOnline); !s.ok()) return s;
     std::lock_guard lock(mu_);
     d.label_lba = lba;
     d.record.state = DeviceState::kOnline;
@@ -291,7 +313,7 @@ std::vector<uint32_t> Store::DownDevicesWithFailingWrites() {
     const uint32_t errors = d->write_errors_in_a_row.load(std::memory_order_relaxed);
     if (errors < options_.write_errors_to_down) continue;
     absl::StatusOr<DeviceStatus> s =
-        MarkDeviceDown(d->record.id, absl::StrCat(errors, " writes in a row failed"));
+        MarkDeviceDown(d->record.id, absl::StrCat(errors, " ", kWritesFailed));
     if (s.ok()) out.push_back(d->record.id);
     d->write_errors_in_a_row.store(0, std::memory_order_relaxed);
   }
@@ -306,17 +328,22 @@ std::vector<DeviceRecord> Store::DeviceRecords() {
 }
 
 void Store::SetRepairListener(std::function<void()> fn) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   repair_listener_ = std::move(fn);
+  listener_idle_.wait(lock, [this] { return listener_calls_ == 0; });
 }
 
 void Store::NotifyRepair() {
   std::function<void()> listener;
   {
     std::lock_guard lock(mu_);
+    if (!repair_listener_) return;
     listener = repair_listener_;
+    ++listener_calls_;
   }
-  if (listener) listener();
+  listener();
+  std::lock_guard lock(mu_);
+  if (--listener_calls_ == 0) listener_idle_.notify_all();
 }
 
 std::map<uint32_t, uint64_t> Store::StripesByParity() const {
