@@ -42,15 +42,16 @@ fail() {
   exit 1
 }
 
-# start_ecd [extra flags...]: starts ecd on a free loopback port (and its metrics HTTP endpoint on
-# another, in $WORK/metrics_port) and waits until it answers.
+# start_ecd [extra flags...]: starts ecd on $ECD_DEVICES (default 8) devices on a free loopback
+# port (and its metrics HTTP endpoint on another, in $WORK/metrics_port) and waits until it
+# answers.
 start_ecd() {
   rm -f "$WORK/port" "$WORK/metrics_port"
-  "$ECD" --data-dir "$WORK/data" --devices 8 --device-size 256M --listen 127.0.0.1:0 \
+  "$ECD" --data-dir "$WORK/data" --devices "${ECD_DEVICES:-8}" --device-size 256M --listen 127.0.0.1:0 \
     --port-file "$WORK/port" --metrics-listen 127.0.0.1:0 --metrics-port-file "$WORK/metrics_port" \
     "$@" >>"$WORK/ecd.log" 2>&1 &
   ECD_PID=$!
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 150); do
     if [ -s "$WORK/port" ]; then
       ADDR="127.0.0.1:$(cat "$WORK/port")"
       METRICS="127.0.0.1:$(cat "$WORK/metrics_port" 2>/dev/null)"
@@ -59,7 +60,7 @@ start_ecd() {
     kill -0 "$ECD_PID" 2>/dev/null || fail "ecd exited during start-up"
     sleep 0.1
   done
-  fail "ecd did not answer within 10 s"
+  fail "ecd did not answer within 15 s"
 }
 
 # stop_ecd: SIGTERM, and expects a clean exit 0.

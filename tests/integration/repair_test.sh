@@ -28,24 +28,10 @@ ECTL=$2
 DEVICES=10
 LBA=4096
 
-# start_repair [flags...]: like lib.sh's start_ecd, on 10 devices, no background scrub (so that
+# start_repair [flags...]: lib.sh's start_ecd on $DEVICES devices, no background scrub (so that
 # only the repair planner repairs), the CXL log polled every 0.2 s.
 start_repair() {
-  rm -f "$WORK/port" "$WORK/metrics_port"
-  "$ECD" --data-dir "$WORK/data" --devices "$DEVICES" --device-size 256M --listen 127.0.0.1:0 \
-    --port-file "$WORK/port" --metrics-listen 127.0.0.1:0 --metrics-port-file "$WORK/metrics_port" \
-    --scrub-interval-hours 0 --cxl-poll-interval 0.2 "$@" >>"$WORK/ecd.log" 2>&1 &
-  ECD_PID=$!
-  for _ in $(seq 1 150); do
-    if [ -s "$WORK/port" ]; then
-      ADDR="127.0.0.1:$(cat "$WORK/port")"
-      METRICS="127.0.0.1:$(cat "$WORK/metrics_port" 2>/dev/null)"
-      if "$ECTL" --addr "$ADDR" device ls >/dev/null 2>&1; then return 0; fi
-    fi
-    kill -0 "$ECD_PID" 2>/dev/null || fail "ecd exited during start-up"
-    sleep 0.1
-  done
-  fail "ecd did not answer within 15 s"
+  ECD_DEVICES=$DEVICES start_ecd --scrub-interval-hours 0 --cxl-poll-interval 0.2 "$@"
 }
 
 sql() { sqlite3 -readonly "$WORK/data/catalog.db" "$1"; }
