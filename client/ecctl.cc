@@ -954,9 +954,10 @@ void Stat(Client& c, const std::string& name, bool blocks, bool verify) {
   std::printf("stripes:          %llu\n", static_cast<unsigned long long>(o.stripe_count()));
   std::printf("degraded stripes: %llu\n", static_cast<unsigned long long>(o.degraded_stripes()));
   std::printf("lost stripes:     %llu\n", static_cast<unsigned long long>(o.lost_stripes()));
-  std::printf("redundancy:       %s\n", o.lost_stripes() > 0       ? "DATA LOST in some stripes"
-                                        : o.degraded_stripes() > 0 ? "degraded (run ecctl recover)"
-                                                                   : "full");
+  std::printf("redundancy:       %s\n", o.lost_stripes() > 0 ? "DATA LOST in some stripes"
+                                        : o.degraded_stripes() > 0
+                                            ? "degraded (being repaired: ecctl repair status)"
+                                            : "full");
   std::printf("created:          %s\n",
               absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", absl::FromUnixMillis(o.created_unix_ms()),
                                absl::UTCTimeZone())
