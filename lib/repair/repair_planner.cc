@@ -239,11 +239,6 @@ std::string RepairPlanner::StartEvacuation(uint32_t device) {
   return marked.ok() ? "" : std::string(marked.status().message());
 }
 
-void RepairPlanner::Finish(uint64_t id, const std::string& error) {
-  std::lock_guard<std::mutex> lock(mu_);
-  FinishLocked(id, error);
-}
-
 void RepairPlanner::FinishLocked(uint64_t id, const std::string& error) {
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.state == RebuildState::kDone ||

@@ -204,7 +204,6 @@ class RepairPlanner {
   void YieldToClients();
   // Marks `device` failing for its evacuation; returns why it cannot be, or "".
   std::string StartEvacuation(uint32_t device);
-  void Finish(uint64_t id, const std::string& error);
   void FinishLocked(uint64_t id, const std::string& error);
   std::optional<absl::Duration> EtaLocked() const;
 

@@ -287,9 +287,6 @@ absl::Status Store::Init() {
     }
   }
   if (absl::Status s = LabelDevices(); !s.ok()) return s;
-  absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
-  if (!census.ok()) return census.status();
-  stripes_by_parity_ = *std::move(census);
   return absl::OkStatus();
 }
 

@@ -610,7 +610,7 @@ class Store {
                                                         std::optional<uint64_t> label_lba);
   // Init's device pass: opens every device of `records`, refuses to start when too many
   // cannot be used (StoreOptions::start_with_missing_devices), marks those down and those that
-  // came back online.
+  // came back online; reads the stripe census the store keeps from then on.
   absl::Status OpenDevices(std::vector<DeviceRecord>& records, const std::set<uint32_t>& new_ids);
   // Writes a label to every open device that has none yet (a new one, or one from before
   // labels), on an LBA of its own, and records where.

@@ -108,6 +108,10 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
   // missing mount or a wrong path than that many dead disks. Change nothing and say so.
   absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
   if (!census.ok()) return census.status();
+  {
+    std::lock_guard lock(census_mu_);
+    stripes_by_parity_ = *census;  // the census the store keeps from here on
+  }
   if (!unusable.empty() && !census->empty() && unusable.size() > census->begin()->first &&
       !options_.start_with_missing_devices) {
     std::vector<std::string> each;
