@@ -191,6 +191,7 @@ class Client {
     devices_ = v1::Devices::NewStub(channel_);
     rebuilds_ = v1::Rebuilds::NewStub(channel_);
     cxl_ = v1::Cxl::NewStub(channel_);
+    catalog_ = v1::Catalog::NewStub(channel_);
   }
 
   std::unique_ptr<grpc::ClientContext> Context() const {
@@ -255,6 +256,7 @@ class Client {
   v1::Devices::Stub& devices() { return *devices_; }
   v1::Rebuilds::Stub& rebuilds() { return *rebuilds_; }
   v1::Cxl::Stub& cxl() { return *cxl_; }
+  v1::Catalog::Stub& catalog() { return *catalog_; }
   const Globals& globals() const { return g_; }
 
   // A progress line on stderr, drawn when stderr is a terminal and --quiet is not given.
@@ -271,6 +273,7 @@ class Client {
   std::unique_ptr<v1::Devices::Stub> devices_;
   std::unique_ptr<v1::Rebuilds::Stub> rebuilds_;
   std::unique_ptr<v1::Cxl::Stub> cxl_;
+  std::unique_ptr<v1::Catalog::Stub> catalog_;
 };
 
 const char* StateName(v1::DeviceState s) {
@@ -988,6 +991,64 @@ void List(Client& c) {
                 static_cast<unsigned long long>(o.stripe_count()),
                 static_cast<unsigned long long>(o.degraded_stripes()));
   }
+}
+
+// ---- catalog backup
+
+// Streams the catalog's backup into FILE.partial, fsyncs it and renames it to FILE, so that
+// FILE is either a whole copy or absent.
+void CatalogBackup(Client& c, const std::string& file) {
+  const std::string partial = file + ".partial";
+  FILE* out = std::fopen(partial.c_str(), "wb");
+  if (out == nullptr) {
+    throw Failure{kExitLocalFile, absl::StrCat("cannot create ", partial, ": ", std::strerror(errno))};
+  }
+  auto fail_local = [&](const std::string& what) {
+    std::fclose(out);
+    std::remove(partial.c_str());
+    throw Failure{kExitLocalFile, absl::StrCat(what, " ", partial, ": ", std::strerror(errno))};
+  };
+  auto context = c.Context();
+  auto reader = c.catalog().Backup(context.get(), v1::CatalogBackupRequest());
+  ProgressBar progress = c.Progress("catalog backup", ProgressUnit::Bytes());
+  v1::CatalogBackupChunk chunk;
+  uint64_t got = 0, declared = 0;
+  bool done = false;
+  while (reader->Read(&chunk)) {
+    if (!chunk.data().empty() &&
+        std::fwrite(chunk.data().data(), 1, chunk.data().size(), out) != chunk.data().size()) {
+      fail_local("cannot write");
+    }
+    got += chunk.data().size();
+    if (chunk.done()) {
+      done = true;
+      declared = chunk.size_bytes();
+    }
+    progress.Update(got, 0);
+  }
+  progress.Clear();
+  const grpc::Status status = reader->Finish();
+  if (!status.ok() || !done || declared != got) {
+    std::fclose(out);
+    std::remove(partial.c_str());
+    c.Check(status, "catalog backup");
+    throw Failure{kExitEcd, absl::StrCat("catalog backup: the stream ended after ", got,
+                                         " bytes without its end; nothing was written, retry")};
+  }
+  if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) fail_local("cannot flush");
+  std::fclose(out);
+  if (std::rename(partial.c_str(), file.c_str()) != 0) {
+    throw Failure{kExitLocalFile,
+                  absl::StrCat("cannot rename ", partial, " to ", file, ": ", std::strerror(errno))};
+  }
+  if (c.globals().json) {
+    tools::CatalogBackupResult result;
+    result.set_file(file);
+    result.set_bytes(got);
+    return PrintJson(result);
+  }
+  std::printf("catalog backed up to %s (%s): a SQLite database, a copy as of one moment\n",
+              file.c_str(), FormatSize(got).c_str());
 }
 
 void Remove(Client& c, const std::string& name) {
@@ -1983,6 +2044,16 @@ void AddRepair(CLI::App& app, Selected& selected) {
   OnRun(sub, selected, [rate](Client& c) { RepairRate(c, *rate); });
 }
 
+void AddCatalog(CLI::App& app, Selected& selected) {
+  auto* catalog = app.add_subcommand("catalog", "The catalog of objects and their blocks");
+  catalog->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  auto* backup = catalog->add_subcommand(
+      "backup", "Copy the catalog, consistent as of one moment, into FILE while ecd serves");
+  backup->add_option("FILE", *file, "Where the copy goes (a SQLite database)")->required();
+  OnRun(backup, selected, [file](Client& c) { CatalogBackup(c, *file); });
+}
+
 void AddStatus(CLI::App& app, Selected& selected) {
   OnRun(app.add_subcommand("status",
                            "Devices, capacity, objects, damage, repair, rebuild jobs and CXL "
@@ -2029,6 +2100,7 @@ int Main(int argc, char** argv) {
   AddCxl(app, selected);
   AddRebuild(app, selected);
   AddRepair(app, selected);
+  AddCatalog(app, selected);
   AddStatus(app, selected);
   AddComplete(app, selected);
   try {

@@ -38,6 +38,7 @@ constexpr MethodRole kMethodRoles[] = {
     {"/ecd.v1.Rebuilds/Get", Role::kReadOnly},
     {"/ecd.v1.Rebuilds/GetRepairStatus", Role::kReadOnly},
     {"/ecd.v1.Rebuilds/SetRepair", Role::kAdmin},
+    {"/ecd.v1.Catalog/Backup", Role::kAdmin},
     {"/ecd.v1.Cxl/Ingest", Role::kAdmin},
     {"/ecd.v1.Cxl/GetStats", Role::kReadOnly},
     {"/ecd.v1.Cxl/Inject", Role::kAdmin},

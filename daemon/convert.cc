@@ -91,6 +91,7 @@ void ToProto(const store::DeviceStatus& d, v1::DeviceInfo* out) {
   out->set_size_bytes(d.record.size_bytes);
   out->set_used_bytes(d.used_bytes);
   out->set_free_bytes(d.free_bytes);
+  out->set_metadata_bytes(d.metadata_bytes);
   out->set_lba_size(d.record.lba_size);
   out->set_blocks(d.blocks);
   for (const auto& [name, value] : d.counters) (*out->mutable_counters())[name] = value;

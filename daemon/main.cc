@@ -27,6 +27,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "daemon/auth.h"
+#include "daemon/catalog_service.h"
+#include "daemon/catalog_tool.h"
 #include "daemon/cxl_service.h"
 #include "daemon/http_server.h"
 #include "daemon/limits.h"
@@ -100,6 +102,9 @@ struct Flags {
   std::string cxl_other = "count";
   uint32_t cxl_life_used_critical = 95;
   int cxl_temperature_critical = 85;
+  bool rebuild_catalog = false;
+  bool check_catalog = false;
+  bool json = false;
   std::vector<std::string> fault_inject;  // DEV=SPEC items; for tests only.
   uint64_t fault_seed = 1;
 };
@@ -282,6 +287,15 @@ int Main(int argc, char** argv) {
   app.add_option("--cxl-temperature-critical", f.cxl_temperature_critical,
                  "Device temperature (C) at which a memory module counts as critical")
       ->capture_default_str();
+  auto* rebuild = app.add_flag(
+      "--rebuild-catalog", f.rebuild_catalog,
+      "Rebuild the catalog from the block records on the devices, with ecd stopped, and exit: "
+      "the old catalog is kept aside (docs/operations.md, \"The catalog is lost or damaged\")");
+  app.add_flag("--check-catalog", f.check_catalog,
+               "Compare the catalog with the block records on the devices, with ecd stopped, "
+               "change nothing and exit (status 3 when they differ)")
+      ->excludes(rebuild);
+  app.add_flag("--json", f.json, "With --rebuild-catalog or --check-catalog: the summary as JSON");
   ecd::daemon::Limits limits;
   ecd::daemon::LimitFlags limit_flags(app, limits);
   app.add_option("--fault-inject", f.fault_inject,
@@ -435,6 +449,13 @@ int Main(int argc, char** argv) {
   scrub_options.interval = absl::Seconds(f.scrub_interval_hours * 3600);
   scrub_options.repair = f.scrub_repair;
 
+  if (f.rebuild_catalog || f.check_catalog) {
+    return ecd::daemon::RunCatalogTool(
+        f.rebuild_catalog ? ecd::daemon::CatalogTool::kRebuild : ecd::daemon::CatalogTool::kCheck,
+        f.data_dir, options.namespace_factory ? options.namespace_factory
+                                              : ecd::store::NvmeNamespaceFactory(options.nvme),
+        f.json);
+  }
   absl::StatusOr<std::unique_ptr<ecd::store::Store>> store = ecd::store::Store::Open(options);
   if (!store.ok()) {
     ecd::Log(ecd::LogLevel::kError, "cannot open the store in %s: %s", f.data_dir,
@@ -503,11 +524,14 @@ int Main(int argc, char** argv) {
   ecd::daemon::CxlService cxl_service(cxl_monitor->get(), &policy);
   cxl_service.SetLimits(limits, &limiter);
   ecd::daemon::DevicesService devices(store->get(), &planner);
+  ecd::daemon::CatalogService catalog_service(store->get(), f.data_dir);
+  catalog_service.SetLimits(&limiter);
   devices.SetLimits(&limiter);
   ecd::daemon::RebuildsService rebuild_service(&planner);
   rebuild_service.SetLimits(&limiter);
   objects.set_authorizer(&authorizer);
   devices.set_authorizer(&authorizer);
+  catalog_service.set_authorizer(&authorizer);
   rebuild_service.set_authorizer(&authorizer);
   cxl_service.set_authorizer(&authorizer);
   grpc::EnableDefaultHealthCheckService(true);
@@ -542,6 +566,7 @@ int Main(int argc, char** argv) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
   builder.RegisterService(&objects);
   builder.RegisterService(&devices);
+  builder.RegisterService(&catalog_service);
   builder.RegisterService(&rebuild_service);
   builder.RegisterService(&cxl_service);
   // The socket is created 0660 (umask 0117 while binding), so it is never open to others.

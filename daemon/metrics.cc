@@ -323,8 +323,12 @@ void DaemonMetrics::Attach(store::Store* store, repair::RepairPlanner* planner,
       });
   r.AddCallback(MetricType::kGauge, "ecd_device_capacity_bytes", "Size of the device.", {"device"},
                 per_device([](const store::DeviceStatus& d) { return d.record.size_bytes; }));
-  r.AddCallback(MetricType::kGauge, "ecd_device_used_bytes", "Bytes of the device held by blocks.",
+  r.AddCallback(MetricType::kGauge, "ecd_device_used_bytes",
+                "Bytes of the device allocated: blocks, label and block-record log.",
                 {"device"}, per_device([](const store::DeviceStatus& d) { return d.used_bytes; }));
+  r.AddCallback(MetricType::kGauge, "ecd_device_metadata_bytes",
+                "Bytes of the device held by its label and its block-record log.", {"device"},
+                per_device([](const store::DeviceStatus& d) { return d.metadata_bytes; }));
   r.AddCallback(MetricType::kGauge, "ecd_device_blocks", "Blocks stored on the device.", {"device"},
                 per_device([](const store::DeviceStatus& d) { return d.blocks; }));
   r.AddCallback(MetricType::kCounter, "ecd_device_flush_failures_total",

@@ -14,6 +14,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 
 namespace ecd::store {
 namespace {
@@ -182,6 +184,16 @@ class Transaction {
   bool done_ = false;
 };
 
+// Within a transaction: raises meta('commit_seq') to `seq` (never lowers it). 0: no-op.
+absl::Status RaiseCommitSeq(sqlite3* db, uint64_t seq) {
+  if (seq == 0) return absl::OkStatus();
+  Statement s(db,
+              "INSERT INTO meta(key, value) VALUES ('commit_seq', ?1) ON CONFLICT(key) DO UPDATE "
+              "SET value = ?1 WHERE CAST(value AS INTEGER) < CAST(?1 AS INTEGER)");
+  s.Bind(1, absl::StrCat(seq));
+  return s.Run();
+}
+
 // Reads the columns of one row into a record's fields, checking that each value fits its field:
 // an INTEGER in the field's range, TEXT, or a name the store knows. The first one that does not
 // (a NULL, a real, a blob, a negative size, an unknown state) makes status() DataLoss naming the
@@ -289,16 +301,17 @@ constexpr const char* kObjectColumns =
     "id, name, size, data_blocks, parity_blocks, matrix, block_size, stripe_count, "
     "created_unix_ms, version";
 
-absl::StatusOr<BlockRecord> ReadBlock(const Statement& s) {
-  RowDecoder r(s, "blocks", {{"object_id", 7}, {"stripe", 0}, {"idx", 1}});
+// Reads kBlockColumns starting at column `at`.
+absl::StatusOr<BlockRecord> ReadBlock(const Statement& s, int at = 0) {
+  RowDecoder r(s, "blocks", {{"object_id", at + 7}, {"stripe", at}, {"idx", at + 1}});
   BlockRecord b;
-  b.stripe = static_cast<uint64_t>(r.Int(0, "stripe", 0));
-  b.index = static_cast<uint32_t>(r.Int(1, "idx", 0, kU32Max));
-  b.device = static_cast<uint32_t>(r.Int(2, "device_id", 0, kU32Max));
-  b.lba = static_cast<uint64_t>(r.Int(3, "lba", 0));
-  b.lba_count = static_cast<uint32_t>(r.Int(4, "lba_count", 0, kU32Max));
-  b.crc32c = static_cast<uint32_t>(r.Int(5, "crc32c", 0, kU32Max));
-  b.corrupt = r.Int(6, "corrupt") != 0;
+  b.stripe = static_cast<uint64_t>(r.Int(at, "stripe", 0));
+  b.index = static_cast<uint32_t>(r.Int(at + 1, "idx", 0, kU32Max));
+  b.device = static_cast<uint32_t>(r.Int(at + 2, "device_id", 0, kU32Max));
+  b.lba = static_cast<uint64_t>(r.Int(at + 3, "lba", 0));
+  b.lba_count = static_cast<uint32_t>(r.Int(at + 4, "lba_count", 0, kU32Max));
+  b.crc32c = static_cast<uint32_t>(r.Int(at + 5, "crc32c", 0, kU32Max));
+  b.corrupt = r.Int(at + 6, "corrupt") != 0;
   if (!r.status().ok()) return r.status();
   return b;
 }
@@ -323,10 +336,10 @@ const char* DeviceStateName(DeviceState state) {
   return "online";
 }
 
-absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, bool read_only) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
-      SQLITE_OK) {
+  const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     absl::Status s = absl::InternalError(
         absl::StrCat("open catalog ", path, ": ", db ? sqlite3_errmsg(db) : "out of memory"));
     sqlite3_close(db);
@@ -339,6 +352,17 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path) 
   }
   sqlite3_busy_timeout(db, 5000);
   // WAL for crash safety and concurrent readers; FULL so that every commit is durable.
+  if (read_only) {
+    Statement get(db, "SELECT value FROM meta WHERE key = 'schema_version'");
+    absl::StatusOr<bool> row = get.Step();
+    if (!row.ok()) return row.status();
+    if (!*row || get.Text(0) != absl::StrCat(kSchemaVersion)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("catalog ", path, " is not at schema version ", kSchemaVersion,
+                       "; start ecd on it once to migrate it"));
+    }
+    return catalog;
+  }
   for (const char* pragma :
        {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL", "PRAGMA foreign_keys=ON"}) {
     if (absl::Status s = catalog->Exec(pragma); !s.ok()) return s;
@@ -608,7 +632,8 @@ absl::Status Catalog::AddBlocks(int64_t object_id, absl::Span<const BlockRecord>
   return txn.Commit();
 }
 
-absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count) {
+absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count,
+                                   uint64_t seq) {
   std::lock_guard lock(mu_);
   Transaction txn(db_, counters_);  // One statement; a transaction so that its commit is timed.
   if (!txn.status().ok()) return txn.status();
@@ -621,10 +646,11 @@ absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t st
   if (sqlite3_changes(db_) != 1) {
     return absl::InternalError(absl::StrCat("object ", object_id, " is not pending"));
   }
+  if (absl::Status st = RaiseCommitSeq(db_, seq); !st.ok()) return st;
   return txn.Commit();
 }
 
-absl::Status Catalog::DeleteObject(int64_t object_id) {
+absl::Status Catalog::DeleteObject(int64_t object_id, uint64_t seq) {
   std::lock_guard lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
@@ -632,6 +658,7 @@ absl::Status Catalog::DeleteObject(int64_t object_id) {
   s.Bind(1, object_id);
   // Blocks go with it (ON DELETE CASCADE), in the same statement.
   if (absl::Status st = s.Run(); !st.ok()) return st;
+  if (absl::Status st = RaiseCommitSeq(db_, seq); !st.ok()) return st;
   return txn.Commit();
 }
 
@@ -851,7 +878,8 @@ absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> Catalog::BlockCountsB
   }
 }
 
-absl::Status Catalog::ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks) {
+absl::Status Catalog::ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks,
+                                    uint64_t seq) {
   std::lock_guard lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
@@ -869,13 +897,14 @@ absl::Status Catalog::ReplaceBlocks(int64_t object_id, absl::Span<const BlockRec
     }
     if (absl::Status st = s.Reset(); !st.ok()) return st;
   }
+  if (absl::Status st = RaiseCommitSeq(db_, seq); !st.ok()) return st;
   return txn.Commit();
 }
 
 absl::Status Catalog::CommitUpdate(int64_t object_id, uint64_t expected_version,
                                    absl::Span<const BlockRecord> replaced,
                                    absl::Span<const BlockRecord> added, uint64_t size,
-                                   uint64_t stripe_count) {
+                                   uint64_t stripe_count, uint64_t seq) {
   std::lock_guard lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
@@ -912,6 +941,144 @@ absl::Status Catalog::CommitUpdate(int64_t object_id, uint64_t expected_version,
     add.Bind(7, static_cast<int64_t>(b.crc32c));
     if (absl::Status st = add.Run(); !st.ok()) return st;
     if (absl::Status st = add.Reset(); !st.ok()) return st;
+  }
+  if (absl::Status st = RaiseCommitSeq(db_, seq); !st.ok()) return st;
+  return txn.Commit();
+}
+
+absl::StatusOr<uint64_t> Catalog::CommitSeq() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "SELECT value FROM meta WHERE key = 'commit_seq'");
+  absl::StatusOr<bool> row = s.Step();
+  if (!row.ok()) return row.status();
+  uint64_t seq = 0;
+  if (*row && !absl::SimpleAtoi(s.Text(0), &seq)) {
+    return absl::DataLossError(absl::StrCat("catalog meta commit_seq is \"", s.Text(0),
+                                            "\", not a number: the catalog is damaged"));
+  }
+  return seq;
+}
+
+absl::Status Catalog::AdvanceCommitSeq(uint64_t seq) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_, counters_);
+  if (!txn.status().ok()) return txn.status();
+  if (absl::Status st = RaiseCommitSeq(db_, seq); !st.ok()) return st;
+  return txn.Commit();
+}
+
+absl::Status Catalog::ForEachBlockOnDevice(
+    uint32_t device,
+    const std::function<absl::Status(const ObjectRecord&, const BlockRecord&)>& fn) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, absl::StrCat("SELECT o.", absl::StrReplaceAll(kObjectColumns, {{", ", ", o."}}),
+                                ", b.", absl::StrReplaceAll(kBlockColumns, {{", ", ", b."}}),
+                                " FROM blocks b JOIN objects o ON o.id = b.object_id "
+                                "WHERE b.device_id = ? AND o.state = 'committed' "
+                                "ORDER BY b.object_id, b.stripe, b.idx")
+                       .c_str());
+  s.Bind(1, device);
+  ObjectRecord object;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    if (s.Int(0) != object.id) {
+      absl::StatusOr<ObjectRecord> o = ReadObject(s);
+      if (!o.ok()) return o.status();
+      object = *std::move(o);
+    }
+    absl::StatusOr<BlockRecord> b = ReadBlock(s, 10);
+    if (!b.ok()) return b.status();
+    if (absl::Status st = fn(object, *b); !st.ok()) return st;
+  }
+}
+
+absl::Status Catalog::ForEachEmptyObject(
+    const std::function<absl::Status(const ObjectRecord&)>& fn) {
+  std::lock_guard lock(mu_);
+  Statement s(db_, absl::StrCat("SELECT ", kObjectColumns,
+                                " FROM objects WHERE state = 'committed' AND stripe_count = 0 "
+                                "ORDER BY id")
+                       .c_str());
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return absl::OkStatus();
+    absl::StatusOr<ObjectRecord> o = ReadObject(s);
+    if (!o.ok()) return o.status();
+    if (absl::Status st = fn(*o); !st.ok()) return st;
+  }
+}
+
+absl::Status Catalog::IntegrityCheck() {
+  std::lock_guard lock(mu_);
+  Statement s(db_, "PRAGMA integrity_check");
+  std::vector<std::string> problems;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return absl::DataLossError(row.status().message());
+    if (!*row) break;
+    if (s.Text(0) != "ok" && problems.size() < 3) problems.push_back(s.Text(0));
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat("SQLite's integrity check fails: ", absl::StrJoin(problems, "; ")));
+}
+
+absl::Status Catalog::Backup(const std::string& path) {
+  std::lock_guard lock(mu_);
+  sqlite3* to = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &to, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    absl::Status s = absl::InternalError(
+        absl::StrCat("open ", path, ": ", to ? sqlite3_errmsg(to) : "out of memory"));
+    sqlite3_close(to);
+    return s;
+  }
+  sqlite3_backup* backup = sqlite3_backup_init(to, "main", db_, "main");
+  if (backup == nullptr) {
+    absl::Status s = absl::InternalError(absl::StrCat("backup to ", path, ": ", sqlite3_errmsg(to)));
+    sqlite3_close(to);
+    return s;
+  }
+  const int rc = sqlite3_backup_step(backup, -1);
+  sqlite3_backup_finish(backup);
+  absl::Status s = rc == SQLITE_DONE ? absl::OkStatus()
+                                     : absl::InternalError(absl::StrCat(
+                                           "backup to ", path, ": ", sqlite3_errmsg(to)));
+  sqlite3_close(to);
+  return s;
+}
+
+absl::Status Catalog::RestoreObjects(absl::Span<const ObjectWithBlocks> objects) {
+  std::lock_guard lock(mu_);
+  Transaction txn(db_, counters_);
+  if (!txn.status().ok()) return txn.status();
+  Statement o(db_,
+              "INSERT INTO objects(id, name, state, size, data_blocks, parity_blocks, matrix, "
+              "block_size, stripe_count, created_unix_ms, version) "
+              "VALUES (?, ?, 'committed', ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement add(db_,
+                "INSERT INTO blocks(object_id, stripe, idx, device_id, lba, lba_count, crc32c, "
+                "corrupt) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const ObjectWithBlocks& each : objects) {
+    const ObjectRecord& object = each.object;
+    o.Bind(1, object.id).Bind(2, object.name).Bind(3, static_cast<int64_t>(object.size));
+    o.Bind(4, object.data_blocks).Bind(5, object.parity_blocks);
+    o.Bind(6, object.matrix == ec::MatrixType::kVandermonde ? "vandermonde" : "cauchy");
+    o.Bind(7, static_cast<int64_t>(object.block_size));
+    o.Bind(8, static_cast<int64_t>(object.stripe_count)).Bind(9, object.created_unix_ms);
+    o.Bind(10, static_cast<int64_t>(object.version));
+    if (absl::Status st = o.Run(); !st.ok()) return st;
+    if (absl::Status st = o.Reset(); !st.ok()) return st;
+    for (const BlockRecord& b : each.blocks) {
+      add.Bind(1, object.id).Bind(2, static_cast<int64_t>(b.stripe)).Bind(3, b.index);
+      add.Bind(4, b.device).Bind(5, static_cast<int64_t>(b.lba)).Bind(6, b.lba_count);
+      add.Bind(7, static_cast<int64_t>(b.crc32c)).Bind(8, b.corrupt ? 1 : 0);
+      if (absl::Status st = add.Run(); !st.ok()) return st;
+      if (absl::Status st = add.Reset(); !st.ok()) return st;
+    }
   }
   return txn.Commit();
 }

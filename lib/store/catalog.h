@@ -76,6 +76,12 @@ struct BlockRecord {
   bool corrupt = false;  // Failed its checksum or could not be read; to be rebuilt.
 };
 
+// An object with its block rows (a catalog rebuilt from the devices restores them so).
+struct ObjectWithBlocks {
+  ObjectRecord object;
+  std::vector<BlockRecord> blocks;
+};
+
 // One stripe of a committed object with all of its block rows, ordered by index.
 struct StripeRows {
   ObjectRecord object;
@@ -115,8 +121,10 @@ struct CatalogStats {
 
 class Catalog {
  public:
-  // Opens or creates the catalog database at `path`.
-  static absl::StatusOr<std::unique_ptr<Catalog>> Open(const std::string& path);
+  // Opens or creates the catalog database at `path`. `read_only`: opens an existing one without
+  // writing to it (no schema creation, no migration: FailedPrecondition when it needs one).
+  static absl::StatusOr<std::unique_ptr<Catalog>> Open(const std::string& path,
+                                                       bool read_only = false);
   ~Catalog();
   Catalog(const Catalog&) = delete;
   Catalog& operator=(const Catalog&) = delete;
@@ -154,10 +162,34 @@ class Catalog {
   absl::StatusOr<int64_t> CreatePendingObject(const ObjectRecord& object);
   // Adds blocks of a pending object, in one transaction.
   absl::Status AddBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks);
+  // Each commit below takes the sequence number of the operation whose block records it makes
+  // live (docs/formats.md, "The commit point") and raises meta commit_seq to it in the same
+  // transaction; 0: an operation without records.
+
   // Sets the final size and stripe count and makes the object visible, in one transaction.
-  absl::Status CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count);
+  absl::Status CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count,
+                            uint64_t seq = 0);
   // Removes an object (pending or committed) and all its blocks, in one transaction.
-  absl::Status DeleteObject(int64_t object_id);
+  absl::Status DeleteObject(int64_t object_id, uint64_t seq = 0);
+  // meta commit_seq: the highest sequence number committed or voided (0 for none).
+  absl::StatusOr<uint64_t> CommitSeq();
+  // Raises meta commit_seq to `seq` (an operation that voided its records).
+  absl::Status AdvanceCommitSeq(uint64_t seq);
+  // Calls `fn` for every block on `device` of a committed object, ordered by object, stripe
+  // and index, holding the catalog for the whole walk; stops at the first error `fn` returns.
+  absl::Status ForEachBlockOnDevice(
+      uint32_t device,
+      const std::function<absl::Status(const ObjectRecord&, const BlockRecord&)>& fn);
+  // Calls `fn` for every committed object without blocks (an empty one), by id.
+  absl::Status ForEachEmptyObject(const std::function<absl::Status(const ObjectRecord&)>& fn);
+  // SQLite's PRAGMA integrity_check; DataLoss naming the first problems.
+  absl::Status IntegrityCheck();
+  // Copies the whole catalog, consistent as of one moment, to a new database at `path`
+  // (SQLite's online backup API). REQUIRES: nothing else uses `path`.
+  absl::Status Backup(const std::string& path);
+  // Inserts committed objects with their ids and blocks, in one transaction (a catalog being
+  // rebuilt from the devices).
+  absl::Status RestoreObjects(absl::Span<const ObjectWithBlocks> objects);
   // Removes every pending object; returns how many there were.
   absl::StatusOr<int> DropPendingObjects();
 
@@ -190,7 +222,8 @@ class Catalog {
 
   // Points existing blocks (matched by stripe and index) at new extents with new checksums and
   // clears their corrupt flag, all in one transaction.
-  absl::Status ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks);
+  absl::Status ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks,
+                             uint64_t seq = 0);
   // Commits an update of a committed object in one transaction: points `replaced` blocks
   // (matched by stripe and index) at their new extents and checksums, clearing their corrupt
   // flag; inserts the `added` blocks (new stripes of an append); sets the object's size and
@@ -199,7 +232,7 @@ class Catalog {
   absl::Status CommitUpdate(int64_t object_id, uint64_t expected_version,
                             absl::Span<const BlockRecord> replaced,
                             absl::Span<const BlockRecord> added, uint64_t size,
-                            uint64_t stripe_count);
+                            uint64_t stripe_count, uint64_t seq = 0);
   // A value of the meta table (docs/catalog.md lists the keys); nullopt when unset.
   absl::StatusOr<std::optional<std::string>> GetMeta(absl::string_view key);
   absl::Status SetMeta(absl::string_view key, absl::string_view value);

@@ -19,6 +19,9 @@ constexpr size_t kDeviceAt = 28;
 constexpr size_t kLbaSizeAt = 32;
 constexpr size_t kSizeAt = 36;
 constexpr size_t kCreatedAt = 44;
+constexpr size_t kLogFirstAt = 52;  // Version 2: the record log's place.
+constexpr size_t kLogCountAt = 60;
+constexpr size_t kLogPageAt = 68;
 constexpr size_t kCrcAt = kDeviceLabelBytes - 4;
 
 void Put(std::vector<uint8_t>& out, size_t at, uint64_t v, size_t n) {
@@ -58,6 +61,9 @@ std::vector<uint8_t> EncodeDeviceLabel(const DeviceLabel& label) {
   Put(out, kLbaSizeAt, label.lba_size, 4);
   Put(out, kSizeAt, label.size_bytes, 8);
   Put(out, kCreatedAt, static_cast<uint64_t>(label.created_unix_ms), 8);
+  Put(out, kLogFirstAt, label.log.first_lba, 8);
+  Put(out, kLogCountAt, label.log.lba_count, 8);
+  Put(out, kLogPageAt, label.log.page_bytes, 4);
   Put(out, kCrcAt, Crc32c(absl::MakeConstSpan(out).first(kCrcAt)), 4);
   return out;
 }
@@ -83,6 +89,11 @@ absl::StatusOr<DeviceLabel> DecodeDeviceLabel(absl::Span<const uint8_t> bytes) {
   label.lba_size = static_cast<uint32_t>(Get(bytes, kLbaSizeAt, 4));
   label.size_bytes = Get(bytes, kSizeAt, 8);
   label.created_unix_ms = static_cast<int64_t>(Get(bytes, kCreatedAt, 8));
+  if (version >= 2) {
+    label.log.first_lba = Get(bytes, kLogFirstAt, 8);
+    label.log.lba_count = Get(bytes, kLogCountAt, 8);
+    label.log.page_bytes = static_cast<uint32_t>(Get(bytes, kLogPageAt, 4));
+  }
   return label;
 }
 

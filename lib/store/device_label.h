@@ -11,10 +11,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "lib/store/record_log.h"
 
 namespace ecd::store {
 
-inline constexpr uint32_t kDeviceLabelVersion = 1;
+inline constexpr uint32_t kDeviceLabelVersion = 2;
 // Bytes of a label; it fills the start of one LBA (the rest of that LBA is zero).
 inline constexpr size_t kDeviceLabelBytes = 128;
 
@@ -24,6 +25,8 @@ struct DeviceLabel {
   uint64_t size_bytes = 0;
   uint32_t lba_size = 0;
   int64_t created_unix_ms = 0;
+  // Where the device's block-record log is (version 2; empty in a version 1 label).
+  RecordLogPlace log;
 };
 
 // A new random store id: 32 lowercase hex digits.

@@ -169,8 +169,16 @@ Store::Store(StoreOptions options)
       locks_(std::make_unique<ObjectLocks>()) {}
 
 Store::~Store() {
-  std::unique_lock lock(pinned_mu_);
-  pinned_gone_.wait(lock, [this] { return pinned_sets_ == 0; });
+  {
+    std::unique_lock lock(pinned_mu_);
+    pinned_gone_.wait(lock, [this] { return pinned_sets_ == 0; });
+  }
+  // A clean stop: every record log says so, with the final committed-through mark.
+  if (records_ != nullptr) {
+    if (absl::Status s = records_->CloseClean(); !s.ok()) {
+      Log(LogLevel::kWarning, "record logs not closed cleanly: %s", s.message());
+    }
+  }
 }
 
 NamespaceFactory NvmeNamespaceFactory(const nvme::DeviceOptions& options) {
@@ -213,10 +221,7 @@ absl::Status Store::Init() {
     return absl::InternalError(
         absl::StrCat("create data dir ", options_.data_dir, ": ", ec.message()));
   }
-  absl::StatusOr<std::unique_ptr<Catalog>> catalog =
-      Catalog::Open((std::filesystem::path(options_.data_dir) / "catalog.db").string());
-  if (!catalog.ok()) return catalog.status();
-  catalog_ = std::move(*catalog);
+  if (absl::Status s = OpenCatalog(); !s.ok()) return s;
   if (options_.on_catalog_commit) catalog_->SetCommitObserver(options_.on_catalog_commit);
   // The catalog's files (and devices/) may be new: make their directory entries durable.
   if (absl::Status s =
@@ -261,6 +266,7 @@ absl::Status Store::Init() {
 
   if (absl::Status s = InitMemory(records->size()); !s.ok()) return s;
   if (absl::Status s = OpenDevices(*records, new_ids); !s.ok()) return s;
+  if (absl::Status s = OpenRecordLogs(); !s.ok()) return s;
 
   // Free space is whatever the catalog does not reference.
   absl::Status inconsistent;
@@ -286,8 +292,18 @@ absl::Status Store::Init() {
                        *d->label_lba, " is also a block's: ", s.message()));
     }
   }
+  for (auto& d : devices_) {
+    if (d->log_place.empty()) continue;
+    if (absl::Status s = d->allocator.MarkUsed(d->log_place.first_lba, d->log_place.lba_count);
+        !s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("catalog is inconsistent: device ", d->record.id, "'s record log (LBAs ",
+                       d->log_place.first_lba, "+", d->log_place.lba_count,
+                       ") overlaps a block or its label: ", s.message()));
+    }
+  }
   if (absl::Status s = LabelDevices(); !s.ok()) return s;
-  return absl::OkStatus();
+  return PrepareRecordLogs();
 }
 
 // The stripe-memory budget, and the DMA arena, made before any device opens so that each one
@@ -600,15 +616,28 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   while (!in_flight.empty()) {
     if (absl::Status s = finish_oldest(); !s.ok()) return fail(s);
   }
+  if (absl::Status s = catalog_->AddBlocks(object.id, records); !s.ok()) return fail(s);
+  records.clear();
+  object.size = size;
+  object.stripe_count = stripe;
+  // Each device written gets the records of its blocks, flushed with them.
+  std::unique_ptr<RecordKeeper::Op> op = records_->NewOp();
+  op->SetObject(object);
+  if (absl::Status s = catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) {
+        op->AddBlock(b);
+      });
+      !s.ok()) {
+    return fail(s);
+  }
+  if (absl::Status s = op->Write(touched); !s.ok()) return fail(s);
   // Data first, then the catalog: the commit below is the moment the object exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return fail(s);
   if (absl::Status s = source.BeforeCommit(); !s.ok()) return fail(s);
-  if (absl::Status s = catalog_->AddBlocks(object.id, records); !s.ok()) return fail(s);
-  records.clear();
-  if (absl::Status s = catalog_->CommitObject(object.id, size, stripe); !s.ok()) return fail(s);
+  if (absl::Status s = catalog_->CommitObject(object.id, size, stripe, op->seq()); !s.ok()) {
+    return fail(s);
+  }
+  op->Commit();
   CountStripes(object.parity_blocks, static_cast<int64_t>(stripe));
-  object.size = size;
-  object.stripe_count = stripe;
   return object;
 }
 
@@ -971,14 +1000,24 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
 
   const uint64_t size = std::max(object.size, pos);
   const uint64_t stripes = std::max(object.stripe_count, (size + stripe_bytes - 1) / stripe_bytes);
+  ObjectRecord after = object;
+  after.size = size;
+  after.stripe_count = stripes;
+  after.version = object.version + 1;
+  std::unique_ptr<RecordKeeper::Op> op = records_->NewOp();
+  op->SetObject(after);
+  for (const BlockRecord& b : replaced) op->AddBlock(b);
+  for (const BlockRecord& b : added) op->AddBlock(b);
+  if (absl::Status s = op->Write(touched); !s.ok()) return abandon(s);
   // Data first, then the catalog: the commit below is the moment the new version exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
   if (absl::Status s = data.BeforeCommit(); !s.ok()) return abandon(s);
-  if (absl::Status s =
-          catalog_->CommitUpdate(object.id, object.version, replaced, added, size, stripes);
+  if (absl::Status s = catalog_->CommitUpdate(object.id, object.version, replaced, added, size,
+                                              stripes, op->seq());
       !s.ok()) {
     return abandon(s);
   }
+  op->Commit();
   CountStripes(object.parity_blocks,
                static_cast<int64_t>(stripes) - static_cast<int64_t>(object.stripe_count));
   for (const BlockRecord& b : superseded) {
@@ -1561,7 +1600,19 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
       !s.ok()) {
     return s;
   }
-  if (absl::Status s = catalog_->DeleteObject(object->id); !s.ok()) return s;
+  // A tombstone on every device, flushed before the delete is acknowledged, so that a catalog
+  // rebuilt from the devices keeps the object deleted.
+  std::unique_ptr<RecordKeeper::Op> op = records_->NewOp();
+  std::vector<uint32_t> devices;
+  for (uint32_t d = 0; d < devices_.size(); ++d) {
+    if (DeviceOnline(d)) devices.push_back(d);
+  }
+  op->DeleteObject(object->id, std::move(devices));
+  std::vector<bool> touched(devices_.size(), false);
+  if (absl::Status s = op->Write(touched); !s.ok()) return s;
+  if (absl::Status s = FlushDevices(touched); !s.ok()) return s;
+  if (absl::Status s = catalog_->DeleteObject(object->id, op->seq()); !s.ok()) return s;
+  op->Commit();
   CountStripes(object->parity_blocks, -static_cast<int64_t>(object->stripe_count));
   uint64_t freed = 0;
   for (const BlockRecord& b : blocks) {
@@ -1898,11 +1949,18 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       for (std::unique_ptr<BlockIo>& io : writes) {
         if (absl::Status s = finish_writes(io); !s.ok()) return abandon(s);
       }
+      std::unique_ptr<RecordKeeper::Op> op = records_->NewOp();
+      if (!replaced.empty()) {
+        op->SetObject(object);
+        for (const BlockRecord& b : replaced) op->AddBlock(b);
+        if (absl::Status s = op->Write(touched); !s.ok()) return abandon(s);
+      }
       if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
       if (!replaced.empty()) {
-        if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced); !s.ok()) {
+        if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced, op->seq()); !s.ok()) {
           return abandon(s);
         }
+        op->Commit();
         for (const BlockRecord& b : superseded) {
           if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) {
             ns->Deallocate(b.lba, b.lba_count);
@@ -1951,6 +2009,7 @@ absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
     s.record = d->record;
     s.used_bytes = d->allocator.used_lbas() * d->record.lba_size;
     s.free_bytes = d->allocator.free_lbas() * d->record.lba_size;
+    s.metadata_bytes = ((d->label_lba ? 1 : 0) + d->log_place.lba_count) * d->record.lba_size;
     s.flush_failures = d->flush_failures;
     if (d->ns) s.counters = d->ns->Counters();
     out.push_back(s);

@@ -41,11 +41,13 @@
 #include "lib/nvme/dma_map.h"
 #include "lib/nvme/host_memory.h"
 #include "lib/store/catalog.h"
+#include "lib/store/device_label.h"
 #include "lib/store/extent_allocator.h"
 #include "lib/store/io_batch.h"
 #include "lib/store/memory_budget.h"
 #include "lib/store/namespace.h"
 #include "lib/store/object_name.h"
+#include "lib/store/record_keeper.h"
 
 namespace ecd::store {
 
@@ -255,8 +257,9 @@ struct RecoverOptions {
 
 struct DeviceStatus {
   DeviceRecord record;
-  uint64_t used_bytes = 0;
+  uint64_t used_bytes = 0;  // allocated: blocks, label and block-record log
   uint64_t free_bytes = 0;
+  uint64_t metadata_bytes = 0;  // of used_bytes: the label and the block-record log
   uint64_t blocks = 0;
   uint64_t flush_failures = 0;  // failed flushes since ecd started (each made it suspect)
   // The namespace's data-path counters (Namespace::Counters); empty for a failed device.
@@ -407,6 +410,9 @@ class Store {
                                              size_t max) {
     return catalog_->StripesOnDevice(range, after, max);
   }
+  // Copies the catalog, consistent as of one moment, to a new SQLite database at `path`
+  // (Catalog::Backup). REQUIRES: nothing else uses `path`.
+  absl::Status BackupCatalog(const std::string& path) { return catalog_->Backup(path); }
   // The store's id (catalog meta `store_id`), written in every device's label.
   const std::string& store_id() const { return store_id_; }
 
@@ -606,8 +612,10 @@ class Store {
   Namespace::Done TrackWrite(uint32_t device, Namespace::Done done);
   // Opens the namespace of `r` (creating it when `create`) and checks its size and label
   // (Device::label_lba, when it has one). An error says why the device cannot be used.
+  // `label` (when not null) gets the label read.
   absl::StatusOr<std::unique_ptr<Namespace>> OpenDevice(const DeviceRecord& r, bool create,
-                                                        std::optional<uint64_t> label_lba);
+                                                        std::optional<uint64_t> label_lba,
+                                                        DeviceLabel* label = nullptr);
   // Init's device pass: opens every device of `records`, refuses to start when too many
   // cannot be used (StoreOptions::start_with_missing_devices), marks those down and those that
   // came back online; reads the stripe census the store keeps from then on.
@@ -617,7 +625,24 @@ class Store {
   absl::Status LabelDevices();
   // Writes a label on a newly allocated LBA of `d` (nothing, with a warning, when it is full).
   absl::Status LabelDevice(Device& d);
-  absl::Status WriteLabel(uint32_t id, uint64_t lba);
+  absl::Status WriteLabel(uint32_t id, uint64_t lba, const RecordLogPlace& log);
+
+  // Block records (store_records.cc, docs/formats.md "Block records").
+  // Refuses a catalog that is missing or empty while devices/ holds namespaces, or that cannot be
+  // opened, with what to do; else opens it into catalog_.
+  absl::Status OpenCatalog();
+  // Opens the record log of every open device whose label has one; refuses a catalog behind
+  // what those logs say was committed, and a damaged one after an unclean stop. Makes records_.
+  absl::Status OpenRecordLogs();
+  // Gives every open device without a record log one (a new device, or one from before block
+  // records: allocated from its free LBAs, label rewritten), and snapshots the logs that need it
+  // (after an unclean stop, or a device that missed operations); marks the others running.
+  absl::Status PrepareRecordLogs();
+  // Creates the record log of `d` (in its old place when it had one, else in a newly allocated
+  // region), records the place in its label, and writes its first snapshot.
+  absl::Status CreateRecordLog(Device& d);
+  // A free region of `d` for a new record log; empty when none fits.
+  RecordLogPlace AllocateRecordLog(Device& d);
   void CountStripes(uint32_t parity, int64_t delta);
   void FreeExtents(absl::Span<const BlockRecord> blocks);
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
@@ -646,6 +671,10 @@ class Store {
   std::map<uint32_t, uint64_t> stripes_by_parity_;  // guarded by census_mu_
 
   std::unique_ptr<ObjectLocks> locks_;
+  // Block records: made by Init (OpenRecordLogs).
+  std::unique_ptr<RecordKeeper> records_;
+  // Logs opened at start-up that must be snapshot (unclean stop, missed operations).
+  std::set<uint32_t> stale_logs_;
 };
 
 }  // namespace ecd::store

@@ -27,6 +27,8 @@ struct Store::Device {
   uint64_t flush_failures = 0;
   // Where its label is (catalog meta `device_label/<id>`); nullopt until one is written.
   std::optional<uint64_t> label_lba;
+  // Where its block-record log is, from its label; empty when it has none (yet).
+  RecordLogPlace log_place;
   // Writes that failed since the last one that succeeded.
   std::atomic<uint32_t> write_errors_in_a_row{0};
 

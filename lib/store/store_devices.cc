@@ -33,7 +33,8 @@ struct Unusable {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord& r, bool create,
-                                                             std::optional<uint64_t> label_lba) {
+                                                             std::optional<uint64_t> label_lba,
+                                                             DeviceLabel* label_out) {
   const std::string path = DevicePath(options_.data_dir, r.path);
   absl::StatusOr<std::unique_ptr<Namespace>> ns =
       options_.namespace_factory(path, r.size_bytes, r.lba_size, create);
@@ -72,6 +73,7 @@ absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord&
         absl::StrCat("its label says ", label->size_bytes, " bytes of ", label->lba_size,
                      "-byte LBAs, the catalog ", r.size_bytes, " of ", r.lba_size));
   }
+  if (label_out != nullptr) *label_out = *label;
   return ns;
 }
 
@@ -79,6 +81,7 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
                                 const std::set<uint32_t>& new_ids) {
   std::vector<std::unique_ptr<Namespace>> opened(records.size());
   std::vector<std::optional<uint64_t>> label_lbas(records.size());
+  std::vector<DeviceLabel> labels(records.size());
   std::vector<Unusable> unusable;
   for (DeviceRecord& r : records) {
     if (r.lba_size != options_.lba_size) {
@@ -96,7 +99,7 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
     uint64_t value = 0;
     if (lba->has_value() && absl::SimpleAtoi(**lba, &value)) label_lbas[at] = value;
     absl::StatusOr<std::unique_ptr<Namespace>> ns =
-        OpenDevice(r, new_ids.count(r.id) > 0, label_lbas[at]);
+        OpenDevice(r, new_ids.count(r.id) > 0, label_lbas[at], &labels[at]);
     if (ns.ok()) {
       opened[at] = std::move(*ns);
     } else if (r.state != DeviceState::kFailed) {
@@ -151,11 +154,12 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
     }
     devices_.push_back(std::make_unique<Device>(r, std::move(opened[at])));
     devices_.back()->label_lba = label_lbas[at];
+    devices_.back()->log_place = labels[at].log;
   }
   return absl::OkStatus();
 }
 
-absl::Status Store::WriteLabel(uint32_t id, uint64_t lba) {
+absl::Status Store::WriteLabel(uint32_t id, uint64_t lba, const RecordLogPlace& log) {
   std::shared_ptr<Namespace> ns;
   DeviceRecord r;
   {
@@ -169,7 +173,8 @@ absl::Status Store::WriteLabel(uint32_t id, uint64_t lba) {
                          .device = id,
                          .size_bytes = r.size_bytes,
                          .lba_size = r.lba_size,
-                         .created_unix_ms = absl::ToUnixMillis(absl::Now())});
+                         .created_unix_ms = absl::ToUnixMillis(absl::Now()),
+                         .log = log});
   std::copy(label.begin(), label.end(), bytes.begin());
   if (absl::Status s = ns->Write(lba, bytes); !s.ok()) return s;
   if (absl::Status s = ns->Flush(); !s.ok()) return s;
@@ -198,7 +203,7 @@ absl::Status Store::LabelDevice(Device& d) {
         d.record.id);
     return absl::OkStatus();
   }
-  if (absl::Status s = WriteLabel(d.record.id, *lba); !s.ok()) {
+  if (absl::Status s = WriteLabel(d.record.id, *lba, RecordLogPlace{}); !s.ok()) {
     BlockRecord label;
     label.device = d.record.id;
     label.lba = *lba;
@@ -281,7 +286,9 @@ absl::StatusOr<DeviceStatus> Store::ReplaceDevice(uint32_t id) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "device ", id, " has no free LBA for its label; free space on it and retry"));
     }
-    if (absl::Status s = WriteLabel(id, *lba); !s.ok()) return s;
+    // The blank namespace gets a new log, in the old one's place when there was one.
+    if (absl::Status s = WriteLabel(id, *lba, RecordLogPlace{}); !s.ok()) return s;
+    if (absl::Status s = CreateRecordLog(d); !s.ok()) return s;
     if (absl::Status s = catalog_->SetDeviceState(id, DeviceState::kOnline); !s.ok()) return s;
     std::lock_guard lock(mu_);
     d.label_lba = lba;

@@ -106,13 +106,13 @@ verify() {
   # Every block passes its CRC.
   "$ECTL" --addr "$ADDR" --json ls | json 'sum(int(o.get("object", o).get("degraded_stripes", 0)) for o in d.get("objects", []))' | grep -qx 0 || fail "degraded stripes after restart"
   # No leaked or shared extent: used bytes == blocks held x block bytes (4 KiB blocks, 4 KiB LBAs)
-  # plus one label LBA per device.
-  local used blocks devices
+  # plus each device's label and block-record log.
+  local used blocks meta
   used=$("$ECTL" --addr "$ADDR" --json device ls | json 'sum(int(x.get("used_bytes", 0)) for x in d["devices"])')
   blocks=$("$ECTL" --addr "$ADDR" --json device ls | json 'sum(int(x.get("blocks", 0)) for x in d["devices"])')
-  devices=$("$ECTL" --addr "$ADDR" --json device ls | json 'len(d["devices"])')
-  [ "$used" = $(((blocks + devices) * 4096)) ] ||
-    fail "used bytes $used != ($blocks blocks + $devices labels) x 4096: space leaked"
+  meta=$("$ECTL" --addr "$ADDR" --json device ls | json 'sum(int(x.get("metadata_bytes", 0)) for x in d["devices"])')
+  [ "$used" = $((blocks * 4096 + meta)) ] ||
+    fail "used bytes $used != $blocks blocks x 4096 + $meta of labels and record logs: space leaked"
 }
 
 # Any other failing command in the main shell says where it failed, not just that it did.

@@ -62,10 +62,13 @@ received=$(metric 'ecd_rpc_received_bytes_total{method="ecd.v1.Objects/Encode"}'
 python3 -c 'import sys; r=int(sys.argv[1]); sys.exit(0 if 3000001 <= r < 3000001 + 4096 else 1)' \
   "$received" || fail "received bytes $received for a 3000001-byte encode"
 written=$(($(sum_metric ecd_nvme_bytes_total 'direction="write"') - written0))
-# One stripe of 4 + 2 blocks of 1 MiB, each written once.
-[ "$written" = $((6 * 1048576)) ] || fail "NVMe bytes written $written, want $((6 * 1048576))"
-# Each of the 8 devices also holds its label in one 4 KiB LBA.
-[ "$(sum_metric ecd_device_used_bytes '')" = $((6 * 1048576 + 8 * 4096)) ] || fail "used bytes"
+# One stripe of 4 + 2 blocks of 1 MiB, each written once, and one 4 KiB page of block records on
+# each of the 6 devices written.
+[ "$written" = $((6 * 1048576 + 6 * 4096)) ] ||
+  fail "NVMe bytes written $written, want $((6 * 1048576 + 6 * 4096))"
+# Each of the 8 devices also holds its label and its block-record log.
+[ "$(sum_metric ecd_device_used_bytes '')" = $((6 * 1048576 + $(sum_metric ecd_device_metadata_bytes ''))) ] ||
+  fail "used bytes"
 [ "$(sum_metric ecd_device_blocks '')" = 6 ] || fail "blocks: $(sum_metric ecd_device_blocks '')"
 commits=$(metric ecd_catalog_commit_duration_seconds_count)
 [ "${commits:-0}" -ge 2 ] || fail "catalog commits: $commits"

@@ -123,9 +123,9 @@ for d in devices:
     i = int(d.get("id", 0))
     used, blocks = int(d["used_bytes"]), lbas.get(i, 0)
     if d["state"] in ("DEVICE_STATE_ONLINE", "DEVICE_STATE_FAILING"):
-        want = (blocks + 1) * lba  # + the label's LBA
+        want = blocks * lba + int(d.get("metadata_bytes", 0))  # + its label and record log
         if used != want:
-            print(f"device {i}: used_bytes {used}, catalog blocks + label {want}", file=sys.stderr)
+            print(f"device {i}: used_bytes {used}, catalog blocks + metadata {want}", file=sys.stderr)
             ok = False
 sys.exit(0 if ok else 1)
 PY

@@ -1,0 +1,38 @@
+// The Catalog service: an online backup of the catalog, streamed to the client.
+#ifndef ECD_DAEMON_CATALOG_SERVICE_H_
+#define ECD_DAEMON_CATALOG_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include "daemon/auth.h"
+#include "daemon/request_limiter.h"
+#include "lib/store/store.h"
+#include "ecd/v1/ecd.grpc.pb.h"
+
+namespace ecd::daemon {
+
+class CatalogService final : public v1::Catalog::Service {
+ public:
+  // The store must outlive the service. The backup is made in `data_dir` first, then streamed
+  // and removed.
+  CatalogService(store::Store* store, std::string data_dir)
+      : store_(store), data_dir_(std::move(data_dir)) {}
+  // Both may be null (no checks, no limits) and must outlive the service. Call before serving.
+  void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
+  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+
+  grpc::Status Backup(grpc::ServerContext* context, const v1::CatalogBackupRequest* request,
+                      grpc::ServerWriter<v1::CatalogBackupChunk>* writer) override;
+
+ private:
+  store::Store* const store_;
+  const std::string data_dir_;
+  const Authorizer* auth_ = nullptr;
+  RequestLimiter* limiter_ = nullptr;
+  std::atomic<uint64_t> next_{0};
+};
+
+}  // namespace ecd::daemon
+
+#endif  // ECD_DAEMON_CATALOG_SERVICE_H_
