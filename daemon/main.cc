@@ -34,6 +34,7 @@
 #include "daemon/limits.h"
 #include "daemon/metrics.h"
 #include "daemon/request_limiter.h"
+#include "daemon/request_parse.h"
 #include "daemon/rpc_metrics.h"
 #include "daemon/services.h"
 #include "daemon/tls.h"
@@ -357,6 +358,7 @@ int Main(int argc, char** argv) {
   }
 
   if (absl::Status s = limit_flags.Finish(); !s.ok()) return Fail(std::string(s.message()));
+  ecd::daemon::RouteProtobufLogs();
 
   if (f.log_level == "debug") {
     ecd::MinLogLevel() = static_cast<int>(ecd::LogLevel::kDebug);
@@ -608,6 +610,8 @@ int Main(int argc, char** argv) {
       static_cast<int>(std::min<uint64_t>(2 * limits.max_message_size, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(limits.max_message_size));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // First: the metrics then count the status it may change.
+  interceptors.push_back(std::make_unique<ecd::daemon::RequestParseFailureFactory>());
   interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Each call's receive window is a fixed 8 MiB (no BDP growth): enough to keep a loopback or
