@@ -627,8 +627,12 @@ int Main(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ::umask(umask_before);
   if (server == nullptr || port == 0) {
-    ecd::Log(ecd::LogLevel::kError, "cannot listen on %s%s%s (is another ecd running?)", f.listen,
-             f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
+    // Not another ecd on this data dir (the lock stops that first), and not the TLS files (checked
+    // at start): the address.
+    ecd::Log(ecd::LogLevel::kError,
+             "cannot listen on %s%s%s: is the port taken by another program, or the address not "
+             "this host's? Give another --listen",
+             f.listen, f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
     return 1;
   }
   // Only the owner and its group may connect (the socket's directory should be 0750 too).

@@ -5,7 +5,7 @@
 # lock file holds the PID while ecd runs and is empty after a clean stop; after kill -9 the lock
 # is free and the dead ecd's socket is replaced. A regular file, a directory or a symbolic link
 # at --unix-socket, or a socket another process serves, stops ecd at start (exit 1, one line)
-# and is left as it was.
+# and is left as it was. A TCP port another program holds is named as such.
 # Usage: data_dir_test.sh ECD ECTL
 set -euo pipefail
 ECD=$1
@@ -73,5 +73,26 @@ refused_start "--unix-socket $WORK/shared.sock is served by another process; giv
 "$ECTL" --addr "unix:$WORK/shared.sock" read obj -o "$WORK/obj.out" &&
   cmp "$WORK/model.bin" "$WORK/obj.out" || fail "the first ecd's socket was taken over"
 stop_ecd
+
+step "a port another program holds: the line names the address, not another ecd"
+python3 -c "
+import socket, sys, time
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+s.listen()
+print(s.getsockname()[1], flush=True)
+time.sleep(60)" >"$WORK/held_port" &
+holder=$!
+for _ in $(seq 1 50); do [ -s "$WORK/held_port" ] && break; sleep 0.1; done
+port=$(cat "$WORK/held_port")
+rc=0
+"$ECD" --data-dir "$WORK/data" --devices 6 --device-size 256M --listen "127.0.0.1:$port" \
+  --metrics-listen "" >"$WORK/out" 2>"$WORK/err" || rc=$?
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+[ "$rc" -eq 1 ] || fail "ecd on a taken port exited $rc: $(cat "$WORK/err")"
+grep -qF "ERROR cannot listen on 127.0.0.1:$port or unix:$WORK/data/ecd.sock: is the port taken by another program" "$WORK/err" ||
+  fail "unclear message: $(cat "$WORK/err")"
+echo "   refused: $(grep -F "cannot listen" "$WORK/err")"
 echo
 echo "PASS: data dir"
