@@ -1461,9 +1461,8 @@ void CxlIngest(Client& c, const std::string& path, uint32_t device, const std::s
   if (LooksLikeJson(data)) {
     std::stringstream lines(data);
     std::string line;
-    while (std::getline(lines, line)) {
-      if (line.find_first_not_of(" \t\r") != std::string::npos) request.add_json_lines(line);
-    }
+    // Blank lines too (ecd skips them), so that ecd's "line N" is line N of the file.
+    while (std::getline(lines, line)) request.add_json_lines(line);
   } else {
     if (data.empty() || data.size() % 128 != 0) {
       throw Failure{kExitLocalFile,

@@ -4,9 +4,13 @@
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/auth.h"
@@ -307,9 +311,22 @@ absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
   };
   repair::HealthEvent e;
   e.device = default_device;
-  const std::string memdev = str("memdev");
-  uint32_t n = 0;
-  if (memdev.rfind("mem", 0) == 0 && absl::SimpleAtoi(memdev.substr(3), &n)) e.device = n;
+  if (auto it = f.find("memdev"); it != f.end()) {
+    // "memN" as the kernel names memory devices; "mem" followed by anything else is no device.
+    if (!it->second.has_string_value()) {
+      return absl::InvalidArgumentError(
+          "\"memdev\" is not a string; give \"memN\" (N a device number)");
+    }
+    const std::string& memdev = it->second.string_value();
+    uint32_t n = 0;
+    if (!absl::StartsWith(memdev, "mem") || memdev.size() == 3 ||
+        !std::all_of(memdev.begin() + 3, memdev.end(), absl::ascii_isdigit) ||
+        !absl::SimpleAtoi(memdev.substr(3), &n)) {
+      return absl::InvalidArgumentError(absl::StrCat("\"memdev\" is \"", absl::CHexEscape(memdev),
+                                                     "\", not memN (N a device number)"));
+    }
+    e.device = n;
+  }
   const std::string event = str("event");
   if (event == "cxl_general_media") {
     e.kind = repair::HealthEvent::Kind::kGeneralMedia;
@@ -323,17 +340,33 @@ absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
     return absl::InvalidArgumentError(
         absl::StrCat("a line names no cxl_* event (\"event\": \"", event, "\")"));
   }
-  const std::string log = str("log");
-  if (log == "Informational" || log == "0")
-    e.log = 0;
-  else if (log == "Warning" || log == "1")
-    e.log = 1;
-  else if (log == "Failure" || log == "2")
-    e.log = 2;
-  else if (log == "Fatal" || log == "3")
-    e.log = 3;
-  else
-    e.log = Saturate<int>(num("log"));
+  // `cxl monitor` prints the log as a number; the kernel's trace text, and ecd, by name.
+  const auto log = f.find("log");
+  std::string log_text;
+  e.log = -1;
+  if (log == f.end()) {
+    log_text = "missing";
+  } else if (log->second.has_string_value()) {
+    const std::string name = absl::AsciiStrToLower(log->second.string_value());
+    static constexpr const char* kNames[] = {"informational", "warning", "failure", "fatal"};
+    for (int i = 0; i < 4; ++i) {
+      if (name == kNames[i] || name == absl::StrCat(i)) e.log = i;
+    }
+    if (e.log < 0) {
+      log_text = absl::StrCat("\"", absl::CHexEscape(log->second.string_value()), "\"");
+    }
+  } else if (log->second.has_number_value()) {
+    const double v = log->second.number_value();
+    if (v == 0 || v == 1 || v == 2 || v == 3) e.log = static_cast<int>(v);
+    if (e.log < 0) log_text = absl::StrCat(v);
+  } else {
+    log_text = "not a string or a number";
+  }
+  if (e.log < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"log\" is ", log_text,
+                     ", not 0..3 or Informational, Warning, Failure or Fatal (any case)"));
+  }
   const auto flags = Saturate<uint32_t>(num("hdr_flags"));
   e.severity = static_cast<int>(flags & cxl::kFlagSeverityMask);
   e.permanent = (flags & cxl::kFlagPermanentCondition) != 0;
@@ -365,6 +398,7 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
                             " per call (--max-ingest-records); send them in smaller batches. "
                             "Nothing ingested"));
   }
+  // Every record is parsed and checked before any is acted on: a bad one fails the call whole.
   std::vector<repair::HealthEvent> events;
   if (request->raw_records_size() > 0) {
     absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
@@ -376,21 +410,21 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
       if (!rec.ok()) {
         return Bad(absl::StrCat("record ", i, ": ", rec.status().message(), "; nothing ingested"));
       }
-      events.push_back(repair::HealthEventFromRecord(request->device(), *log, *rec));
+      repair::HealthEvent e = repair::HealthEventFromRecord(request->device(), *log, *rec);
+      if (absl::Status s = policy_->Check(e); !s.ok()) {
+        return Bad(absl::StrCat("record ", i, ": ", s.message(), "; nothing ingested"));
+      }
+      events.push_back(std::move(e));
     }
   }
   for (int i = 0; i < request->json_lines_size(); ++i) {
-    absl::StatusOr<repair::HealthEvent> e =
-        HealthEventFromJson(request->json_lines(i), request->device());
-    if (!e.ok()) {
-      return Bad(absl::StrCat("line ", i + 1, ": ", e.status().message(), "; nothing ingested"));
-    }
+    const std::string& line = request->json_lines(i);
+    // Blank lines are skipped, so that "line N" is the Nth line of the file ecctl sent.
+    if (std::all_of(line.begin(), line.end(), absl::ascii_isspace)) continue;
+    absl::StatusOr<repair::HealthEvent> e = HealthEventFromJson(line, request->device());
+    absl::Status s = e.ok() ? policy_->Check(*e) : e.status();
+    if (!s.ok()) return Bad(absl::StrCat("line ", i + 1, ": ", s.message(), "; nothing ingested"));
     events.push_back(*std::move(e));
-  }
-  for (const repair::HealthEvent& e : events) {
-    if (monitor_->device(e.device) == nullptr) {
-      return Bad(absl::StrCat("device ", e.device, " does not exist; nothing ingested"));
-    }
   }
   for (const repair::HealthEvent& e : events) {
     response->add_actions(repair::PolicyActionName(policy_->Handle(e)));

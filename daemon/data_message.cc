@@ -3,11 +3,16 @@
 #include "daemon/data_message.h"
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/stubs/common.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <grpc/support/log.h>
 
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "ecd/v1/ecd.pb.h"
@@ -186,6 +191,63 @@ absl::Status WalkFields(Cursor& cursor, uint32_t data_field, std::vector<Piece>*
   return absl::OkStatus();
 }
 
+// A string field of a header taken out of its bytes, with its value as it came.
+struct TakenString {
+  const google::protobuf::FieldDescriptor* field;
+  std::string value;
+};
+
+// Takes the top-level string fields of `type` whose values are not valid UTF-8 out of `bytes`,
+// which keeps every other field as it came: protobuf refuses such a message whole (and logs an
+// ERROR line for what is the client's mistake), while the service's own rules refuse an object
+// name that is not UTF-8 with a message that says so. For a singular field only the last
+// occurrence counts, as in protobuf. False, with `bytes` left whole, when they do not walk as
+// protobuf fields (protobuf's parser refuses those too, after logging a bad string it met).
+bool TakeInvalidUtf8Strings(const google::protobuf::Descriptor* type, std::string* bytes,
+                            std::vector<TakenString>* taken_out) {
+  using google::protobuf::FieldDescriptor;
+  using google::protobuf::internal::WireFormatLite;
+  std::vector<TakenString> taken;
+  std::string rest;
+  int kept_from = 0;  // bytes before this went to `rest` already, or were taken
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes->data()),
+                                            static_cast<int>(bytes->size()));
+  auto forget = [&taken](const FieldDescriptor* field) {
+    if (field->is_repeated()) return;
+    taken.erase(std::remove_if(taken.begin(), taken.end(),
+                               [field](const TakenString& t) { return t.field == field; }),
+                taken.end());
+  };
+  while (true) {
+    const int start = in.CurrentPosition();
+    const uint32_t tag = in.ReadTag();
+    if (tag == 0) break;
+    const FieldDescriptor* field = type->FindFieldByNumber(WireFormatLite::GetTagFieldNumber(tag));
+    if (field == nullptr || field->type() != FieldDescriptor::TYPE_STRING ||
+        WireFormatLite::GetTagWireType(tag) != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+      if (!WireFormatLite::SkipField(&in, tag)) return false;
+      continue;
+    }
+    std::string value;
+    if (!WireFormatLite::ReadString(&in, &value)) return false;
+    forget(field);
+    if (google::protobuf::internal::IsStructurallyValidUTF8(value.data(),
+                                                            static_cast<int>(value.size()))) {
+      continue;
+    }
+    rest.append(*bytes, kept_from, start - kept_from);
+    kept_from = in.CurrentPosition();
+    taken.push_back({field, std::move(value)});
+  }
+  if (in.CurrentPosition() != static_cast<int>(bytes->size())) return false;  // a bad tag
+  if (kept_from != 0) {
+    rest.append(*bytes, kept_from, std::string::npos);
+    *bytes = std::move(rest);
+  }
+  *taken_out = std::move(taken);
+  return true;
+}
+
 }  // namespace
 
 int ObjectsMethodIndex(const std::string& name) {
@@ -258,7 +320,21 @@ absl::Status DataMessage::Parse(grpc::ByteBuffer* buffer, google::protobuf::Mess
     std::string bytes;
     for (Piece p : header_pieces) bytes.append(reinterpret_cast<const char*>(p.data()), p.size());
     // Consecutive copies of a message field merge, as ParseFromString of their concatenation.
-    if (!header->ParseFromString(bytes)) status = Malformed("its header field does not parse");
+    // String fields that are not UTF-8 are set as they came, after the parse of the rest.
+    auto* full = dynamic_cast<google::protobuf::Message*>(header);
+    std::vector<TakenString> taken;
+    if ((full != nullptr && !TakeInvalidUtf8Strings(full->GetDescriptor(), &bytes, &taken)) ||
+        !header->ParseFromString(bytes)) {
+      status = Malformed("its header field does not parse");
+    } else {
+      for (TakenString& t : taken) {
+        if (t.field->is_repeated()) {
+          full->GetReflection()->AddString(full, t.field, std::move(t.value));
+        } else {
+          full->GetReflection()->SetString(full, t.field, std::move(t.value));
+        }
+      }
+    }
   }
   if (!status.ok()) {
     Reset();

@@ -50,8 +50,11 @@ class DataMessage {
   DataMessage& operator=(DataMessage&&) = default;
 
   // Takes `buffer`'s bytes (it is left empty) and parses them. `header` is cleared and then
-  // filled when the message has a header. INVALID_ARGUMENT (naming what is malformed) when the
-  // bytes are not a valid message of this layout; the DataMessage is then empty.
+  // filled when the message has a header. A top-level string field of the header that is not
+  // valid UTF-8 (which protobuf would refuse, logging an ERROR line) is set as it came, for the
+  // caller's rules to refuse by name (an object name: "object name is not valid UTF-8 ...").
+  // INVALID_ARGUMENT (naming what is malformed) when the bytes are not a valid message of this
+  // layout; the DataMessage is then empty.
   absl::Status Parse(grpc::ByteBuffer* buffer, google::protobuf::MessageLite* header);
   // As Parse, for a message whose field `data_field` (bytes) is the data and whose other fields
   // (scalars, or anything protobuf parses) are parsed into `others`, a message of the same type

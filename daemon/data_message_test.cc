@@ -1,7 +1,10 @@
 // DataMessage against protobuf's own parser: the same bytes, cut into gRPC slices anywhere, must
-// give the same header and data, and the same verdict on malformed input.
+// give the same header and data, and the same verdict on malformed input. One difference: a
+// header name that is not UTF-8 is kept as it came (for the name rules to refuse), where
+// protobuf refuses the message and logs an ERROR line.
 #include "daemon/data_message.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -303,6 +306,90 @@ TEST(DataMessageTest, RefusesMalformedMessagesAsProtobufDoes) {
     const absl::Status s = ParseBothWays(bytes, rng);
     EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   }
+}
+
+// Counts libprotobuf's log lines while it lives.
+class ProtobufLogCounter {
+ public:
+  ProtobufLogCounter() {
+    lines() = 0;
+    previous_ = google::protobuf::SetLogHandler(
+        [](google::protobuf::LogLevel, const char*, int, const std::string&) { ++lines(); });
+  }
+  ~ProtobufLogCounter() { google::protobuf::SetLogHandler(previous_); }
+  static int& lines() {
+    static int n = 0;
+    return n;
+  }
+
+ private:
+  google::protobuf::LogHandler* previous_;
+};
+
+TEST(DataMessageTest, AHeaderNameThatIsNotUtf8IsKeptAsItCameWithoutALogLine) {
+  const std::string bad =
+      "a\xff\xc0"
+      "b";
+  const std::string header = Bytes(1, bad) + Tag(2, 0) + Varint(4) + Tag(3, 0) + Varint(2);
+  const std::string bytes = Bytes(1, header) + Bytes(2, "payload");
+  ProtobufLogCounter log;
+  v1::EncodeRequest strict;
+  EXPECT_FALSE(strict.ParseFromString(bytes));  // protobuf refuses it, and logs why
+  EXPECT_EQ(ProtobufLogCounter::lines(), 1);
+
+  ProtobufLogCounter quiet;
+  for (const std::vector<size_t>& cuts :
+       {std::vector<size_t>{}, std::vector<size_t>{1, 3, 5}, std::vector<size_t>{4, 4}}) {
+    grpc::ByteBuffer buffer = Sliced(bytes, cuts);
+    DataMessage message;
+    v1::EncodeHeader h;
+    ASSERT_TRUE(message.Parse(&buffer, &h).ok());
+    EXPECT_TRUE(message.has_header());
+    EXPECT_EQ(h.name(), bad);
+    EXPECT_EQ(h.data_blocks(), 4u);
+    EXPECT_EQ(h.parity_blocks(), 2u);
+    EXPECT_EQ(DataOf(message, 3), "payload");
+  }
+  // An update's header the same.
+  grpc::ByteBuffer update = Sliced(Bytes(1, Tag(2, 0) + Varint(7) + Bytes(1, bad)), {2});
+  DataMessage message;
+  v1::UpdateHeader u;
+  ASSERT_TRUE(message.Parse(&update, &u).ok());
+  EXPECT_EQ(u.name(), bad);
+  EXPECT_EQ(u.offset(), 7u);
+  EXPECT_EQ(ProtobufLogCounter::lines(), 0);
+}
+
+TEST(DataMessageTest, ANameThatIsNotUtf8KeepsProtobufsRepeatRules) {
+  ProtobufLogCounter quiet;
+  const std::string bad = "\xfe";
+  const std::pair<std::string, std::string> cases[] = {
+      {Bytes(1, "good") + Bytes(1, bad), bad},  // the last one counts
+      {Bytes(1, bad) + Bytes(1, "good"), "good"},
+      {Bytes(1, bad) + Bytes(1, "\xfd"), "\xfd"},
+      {Bytes(1, bad) + Tag(2, 0) + Varint(3) + Bytes(1, "x") + Bytes(9, "unknown"), "x"},
+  };
+  for (const auto& [header, want] : cases) {
+    grpc::ByteBuffer buffer = Sliced(Bytes(1, header), {});
+    DataMessage message;
+    v1::EncodeHeader h;
+    ASSERT_TRUE(message.Parse(&buffer, &h).ok());
+    EXPECT_EQ(h.name(), want);
+  }
+  // Two header fields merge: the second's name wins, UTF-8 or not.
+  grpc::ByteBuffer merged = Sliced(Bytes(1, Bytes(1, "a") + Tag(2, 0) + Varint(5)) +
+                                       Bytes(1, Bytes(1, bad) + Tag(3, 0) + Varint(1)),
+                                   {7});
+  DataMessage message;
+  v1::EncodeHeader h;
+  ASSERT_TRUE(message.Parse(&merged, &h).ok());
+  EXPECT_EQ(h.name(), bad);
+  EXPECT_EQ(h.data_blocks(), 5u);
+  EXPECT_EQ(h.parity_blocks(), 1u);
+  // Cut short after a bad name: refused as protobuf refuses it.
+  grpc::ByteBuffer cut = Sliced(Bytes(1, Bytes(1, bad) + Tag(1, 2) + Varint(9)), {});
+  EXPECT_TRUE(absl::IsInvalidArgument(message.Parse(&cut, &h)));
+  EXPECT_EQ(ProtobufLogCounter::lines(), 0);
 }
 
 TEST(DataMessageTest, AnEmptyMessageHasNoHeaderAndNoData) {

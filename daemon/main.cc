@@ -5,8 +5,10 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -34,6 +36,7 @@
 #include "daemon/limits.h"
 #include "daemon/metrics.h"
 #include "daemon/request_limiter.h"
+#include "daemon/request_parse.h"
 #include "daemon/rpc_metrics.h"
 #include "daemon/services.h"
 #include "daemon/tls.h"
@@ -42,6 +45,7 @@
 #include "lib/repair/event_policy.h"
 #include "lib/repair/repair_planner.h"
 #include "lib/repair/scrubber.h"
+#include "lib/store/data_dir_lock.h"
 #include "lib/store/fault_namespace.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
@@ -128,6 +132,62 @@ absl::StatusOr<absl::Duration> ParseDelay(const std::string& text) {
     return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is negative"));
   }
   return d;
+}
+
+// What lstat says `mode` is, for a message.
+const char* FileKind(mode_t mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a socket";
+}
+
+// Makes `path` free for ecd's Unix socket. Nothing there is fine; a socket that no process
+// serves (left by an ecd that was killed) is removed. FailedPrecondition for anything else at
+// the path (left alone), for a socket a process still serves (another ecd with another data
+// dir, say), and when the socket cannot be checked or removed; the message says what to do.
+absl::Status ClearUnixSocketPath(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat("--unix-socket ", path, ": ", std::strerror(errno)));
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--unix-socket ", path, " exists and is not a socket (", FileKind(st.st_mode),
+                     "); give another path or remove it"));
+  }
+  // Non-blocking: a listener with a full backlog answers EAGAIN at once, and is alive too.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot check the unix socket ", path, ": ", std::strerror(errno)));
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), std::min(path.size(), sizeof(addr.sun_path) - 1));
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+  const int err = rc == 0 ? 0 : errno;
+  ::close(fd);
+  if (rc == 0 || err == EAGAIN || err == EINPROGRESS) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--unix-socket ", path,
+                     " is served by another process; give another path, or stop that process"));
+  }
+  if (err != ECONNREFUSED) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot check whether the unix socket ", path,
+                                                      " is in use: ", std::strerror(err),
+                                                      "; remove it if nothing serves it"));
+  }
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot remove the old unix socket ", path, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 int Main(int argc, char** argv) {
@@ -312,6 +372,7 @@ int Main(int argc, char** argv) {
   }
 
   if (absl::Status s = limit_flags.Finish(); !s.ok()) return Fail(std::string(s.message()));
+  ecd::daemon::RouteProtobufLogs();
 
   if (f.log_level == "debug") {
     ecd::MinLogLevel() = static_cast<int>(ecd::LogLevel::kDebug);
@@ -449,6 +510,22 @@ int Main(int argc, char** argv) {
   scrub_options.interval = absl::Seconds(f.scrub_interval_hours * 3600);
   scrub_options.repair = f.scrub_repair;
 
+  if (f.unix_socket.empty()) f.unix_socket = f.data_dir + "/ecd.sock";
+  if (f.unix_socket == "none") f.unix_socket.clear();
+  if (f.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
+    return Fail(absl::StrCat("the unix socket path ", f.unix_socket, " is longer than ",
+                             sizeof(sockaddr_un{}.sun_path) - 1,
+                             " bytes; give a shorter --unix-socket (or 'none')"));
+  }
+
+  // One ecd per data dir: the lock is taken before anything in the data dir is opened (the
+  // store, the unix socket) and held until Main returns, after the store has closed.
+  absl::StatusOr<std::unique_ptr<ecd::store::DataDirLock>> data_dir_lock =
+      ecd::store::DataDirLock::Acquire(f.data_dir);
+  if (!data_dir_lock.ok()) {
+    ecd::Log(ecd::LogLevel::kError, "%s", data_dir_lock.status().message());
+    return 1;
+  }
   if (f.rebuild_catalog || f.check_catalog) {
     return ecd::daemon::RunCatalogTool(
         f.rebuild_catalog ? ecd::daemon::CatalogTool::kRebuild : ecd::daemon::CatalogTool::kCheck,
@@ -456,6 +533,13 @@ int Main(int argc, char** argv) {
                                               : ecd::store::NvmeNamespaceFactory(options.nvme),
         f.json);
   }
+  if (!f.unix_socket.empty()) {
+    if (absl::Status s = ClearUnixSocketPath(f.unix_socket); !s.ok()) {
+      ecd::Log(ecd::LogLevel::kError, "%s", s.message());
+      return 1;
+    }
+  }
+
   absl::StatusOr<std::unique_ptr<ecd::store::Store>> store = ecd::store::Store::Open(options);
   if (!store.ok()) {
     ecd::Log(ecd::LogLevel::kError, "cannot open the store in %s: %s", f.data_dir,
@@ -540,15 +624,7 @@ int Main(int argc, char** argv) {
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(f.listen, *listen_credentials, &port);
-  if (f.unix_socket.empty()) f.unix_socket = f.data_dir + "/ecd.sock";
-  if (f.unix_socket == "none") f.unix_socket.clear();
-  if (f.unix_socket.size() >= sizeof(sockaddr_un{}.sun_path)) {
-    return Fail(absl::StrCat("the unix socket path ", f.unix_socket, " is longer than ",
-                             sizeof(sockaddr_un{}.sun_path) - 1,
-                             " bytes; give a shorter --unix-socket (or 'none')"));
-  }
-  if (!f.unix_socket.empty()) {
-    std::remove(f.unix_socket.c_str());  // A socket left by an earlier run (the data dir is ours).
+  if (!f.unix_socket.empty()) {  // Cleared of a stale socket after the data dir was locked.
     builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
                              grpc::InsecureServerCredentials());
   }
@@ -558,6 +634,8 @@ int Main(int argc, char** argv) {
       static_cast<int>(std::min<uint64_t>(2 * limits.max_message_size, INT32_MAX)));
   builder.SetMaxSendMessageSize(static_cast<int>(limits.max_message_size));
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // First: the metrics then count the status it may change.
+  interceptors.push_back(std::make_unique<ecd::daemon::RequestParseFailureFactory>());
   interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   // Each call's receive window is a fixed 8 MiB (no BDP growth): enough to keep a loopback or
@@ -574,8 +652,12 @@ int Main(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   ::umask(umask_before);
   if (server == nullptr || port == 0) {
-    ecd::Log(ecd::LogLevel::kError, "cannot listen on %s%s%s (is another ecd running?)", f.listen,
-             f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
+    // Not another ecd on this data dir (the lock stops that first), and not the TLS files (checked
+    // at start): the address.
+    ecd::Log(ecd::LogLevel::kError,
+             "cannot listen on %s%s%s: is the port taken by another program, or the address not "
+             "this host's? Give another --listen",
+             f.listen, f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
     return 1;
   }
   // Only the owner and its group may connect (the socket's directory should be 0750 too).

@@ -400,8 +400,9 @@ std::optional<grpc::Status> ReadRequestOf(
     grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>* stream, Request* request) {
   if (stream->Read(request)) return std::nullopt;
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      "the call carried no request message, or one that does not parse (a name "
-                      "that is not UTF-8?); send exactly one valid request");
+                      "the call carried no request message, or one that does not parse: its "
+                      "object name (or another string in it) is not valid UTF-8, or its bytes are "
+                      "not protobuf; send exactly one request, with names as UTF-8 text");
 }
 
 }  // namespace

@@ -5,9 +5,12 @@
 // messages ReadStreamSink builds and its sender thread writes carry the object's bytes in order,
 // and a client that leaves in the middle of a read leaves the service able to serve the next.
 // Devices and Rebuilds, over a real store and repair planner: Replace, SetState's refusals, the
-// fields of a down device, SetRepair and the repair's status.
+// fields of a down device, SetRepair and the repair's status. A name that is not UTF-8: refused
+// by the name rule in an Encode or Update header, INVALID_ARGUMENT (not gRPC's INTERNAL) on the
+// other calls, and never an ERROR line from libprotobuf.
 #include "daemon/services.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -18,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "daemon/request_parse.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "ecd/v1/ecd.pb.h"
 #include "lib/repair/repair_planner.h"
@@ -103,6 +107,67 @@ TEST_F(RawRequestTest, TheServiceStaysUpAfterMalformedStreams) {
   bad_matrix.mutable_header()->set_matrix(static_cast<v1::MatrixType>(99));
   ExpectRefused(Stream("/ecd.v1.Objects/Encode", {bad_matrix.SerializeAsString()}),
                 "unknown matrix type 99");
+}
+
+// A proto3 string field holding `value` (field 1: the name in every ecd.v1 request).
+std::string NameField(const std::string& value) {
+  return std::string(1, '\x0a') + static_cast<char>(value.size()) + value;
+}
+
+const char kNotUtf8[] = "a\xff\xc0z";
+
+// gRPC alone answers a request that does not parse with INTERNAL and no message (and libprotobuf
+// logs an ERROR line).
+TEST_F(RawRequestTest, WithoutTheInterceptorANameThatIsNotUtf8IsInternal) {
+  const grpc::Status s = Stream("/ecd.v1.Objects/Stat", {NameField(kNotUtf8)});
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(s.error_message(), "");
+}
+
+// ecd's interceptor makes it INVALID_ARGUMENT that says why (the handlers never run: the null
+// store is never reached). Read and GetBlock read their request themselves and say the same.
+class RequestParseTest : public RawRequestTest {
+ protected:
+  void SetUp() override {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(std::make_unique<RequestParseFailureFactory>());
+    builder_.experimental().SetInterceptorCreators(std::move(creators));
+    RawRequestTest::SetUp();
+  }
+};
+
+TEST_F(RequestParseTest, ANameThatIsNotUtf8IsInvalidArgumentOnEveryCall) {
+  for (const char* method : {"/ecd.v1.Objects/Stat", "/ecd.v1.Objects/Delete",
+                             "/ecd.v1.Objects/Recover", "/ecd.v1.Objects/Scrub"}) {
+    const grpc::Status s = Stream(method, {NameField(kNotUtf8)});
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_EQ(s.error_message(),
+              std::string("the ") + method +
+                  " request does not parse: its object name (or another string in it) is not "
+                  "valid UTF-8, or its bytes are not protobuf; send names as UTF-8 text. Nothing "
+                  "was done");
+  }
+  for (const char* method : {"/ecd.v1.Objects/Read", "/ecd.v1.Objects/GetBlock"}) {
+    ExpectRefused(Stream(method, {NameField(kNotUtf8)}),
+                  "does not parse: its object name (or another string in it) is not valid UTF-8");
+  }
+  // Statuses the handlers send are left as they are.
+  ExpectRefused(Stream("/ecd.v1.Objects/Encode", {std::string("\x08", 1)}),
+                "a varint field is truncated");
+}
+
+TEST(RouteProtobufLogsTest, AStringThatIsNotUtf8IsNotAnErrorLineOtherLinesAreOurs) {
+  RouteProtobufLogs();
+  ::testing::internal::CaptureStderr();
+  v1::StatRequest request;
+  EXPECT_FALSE(request.ParseFromString(NameField(kNotUtf8)));
+  GOOGLE_LOG(WARNING) << "a line of libprotobuf's own";
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  google::protobuf::SetLogHandler(nullptr);
+  EXPECT_EQ(err.find("UTF-8"), std::string::npos) << err;
+  EXPECT_EQ(err.find("[libprotobuf"), std::string::npos) << err;
+  EXPECT_NE(err.find(" WARN libprotobuf "), std::string::npos) << err;
+  EXPECT_NE(err.find(": a line of libprotobuf's own\n"), std::string::npos) << err;
 }
 
 // Reads the next response of a Read call. Under ThreadSanitizer the client's reads of it are not
@@ -240,6 +305,40 @@ TEST_F(ReadStreamTest, PinnedBlocksGoOutInTheSameMessagesAndBytes) {
       }
     }
   }
+}
+
+// An Encode or Update whose header name is not UTF-8 is refused by the name rule, by name.
+TEST_F(ReadStreamTest, AHeaderNameThatIsNotUtf8IsRefusedByTheNameRule) {
+  auto raw = std::make_unique<grpc::GenericStub>(server_->InProcessChannel({}));
+  const std::string want =
+      "object name is not valid UTF-8 at byte 1 of \"a\\xff\\xc0z\"; names are UTF-8 text";
+  for (const char* method : {"/ecd.v1.Objects/Encode", "/ecd.v1.Objects/Update"}) {
+    grpc::ClientContext context;
+    grpc::CompletionQueue cq;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        raw->PrepareCall(&context, method, &cq);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    // Field 1, the header: its name and one more field (M of 4, or offset 0).
+    const std::string header = NameField(kNotUtf8) + std::string("\x10\x04", 2);
+    grpc::Slice slice(std::string(1, '\x0a') + static_cast<char>(header.size()) + header +
+                      std::string("\x12\x03xyz", 5));
+    grpc::ByteBuffer buffer(&slice, 1);
+    call->Write(buffer, reinterpret_cast<void*>(2));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    call->WritesDone(reinterpret_cast<void*>(3));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(4));
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_EQ(status.error_message(), want) << method;
+  }
+  absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
+  ASSERT_TRUE(objects.ok());
+  EXPECT_TRUE(objects->empty());
 }
 
 // Clients that cancel after two messages, three times, then a whole read: the service stays up,

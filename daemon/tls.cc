@@ -2,8 +2,14 @@
 #include "daemon/tls.h"
 
 #include <arpa/inet.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
@@ -40,6 +46,41 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
         absl::StrCat(flag, ": ", path, " is not a PEM file (no -----BEGIN line)"));
   }
   return text.str();
+}
+
+// OpenSSL's password callback: no password. An encrypted key fails to load instead of prompting.
+int NoPassword(char*, int, int, void*) { return 0; }
+
+// Checks at start-up what gRPC would find out only when it binds, as "cannot listen": that the
+// certificate file's first certificate (the server's own) and the key file's key are a pair.
+absl::Status CheckKeyPair(const std::string& cert_pem, const std::string& key_pem,
+                          const TlsOptions& options) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> cert_bio(
+      BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size())), &BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(cert_bio.get(), nullptr, NoPassword, nullptr), &X509_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> key_bio(
+      BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())), &BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(key_bio.get(), nullptr, NoPassword, nullptr), &EVP_PKEY_free);
+  const bool pair =
+      cert != nullptr && key != nullptr && X509_check_private_key(cert.get(), key.get()) == 1;
+  ERR_clear_error();  // OpenSSL's error queue is per thread; leave nothing for gRPC to find.
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-cert: ", options.cert_file, " holds no PEM certificate that parses"));
+  }
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-key: ", options.key_file,
+                     " holds no PEM private key that parses (an encrypted key is not supported)"));
+  }
+  if (!pair) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls-key ", options.key_file,
+                                                   " does not match --tls-cert ", options.cert_file,
+                                                   "; give the key the certificate was made for"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -82,6 +123,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
   if (!cert.ok()) return cert.status();
   absl::StatusOr<std::string> key = ReadPem(options.key_file, "--tls-key");
   if (!key.ok()) return key.status();
+  if (absl::Status s = CheckKeyPair(*cert, *key, options); !s.ok()) return s;
   grpc::SslServerCredentialsOptions ssl;
   ssl.pem_key_cert_pairs.push_back({*key, *cert});
   if (!options.client_ca_file.empty()) {

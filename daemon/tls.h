@@ -26,8 +26,10 @@ struct TlsOptions {
 };
 
 // The credentials for `listen`. InvalidArgument, with the flag to fix, for a key without a
-// certificate (or the reverse), a client CA without TLS, or plaintext on a non-loopback address
-// without `insecure`; NotFound for a file that cannot be read.
+// certificate (or the reverse), a client CA without TLS, plaintext on a non-loopback address
+// without `insecure`, a file that is not PEM, a certificate or key that does not parse (an
+// encrypted key included), or a key that is not the certificate's (`--tls-key K does not match
+// --tls-cert C`); NotFound for a file that cannot be read.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ListenerCredentials(
     absl::string_view listen, const TlsOptions& options);
 

@@ -1,9 +1,16 @@
-// Tests of the listener rules: which addresses are loopback, and when plaintext is refused.
+// Tests of the listener rules: which addresses are loopback, when plaintext is refused, and that
+// a TLS key must be its certificate's.
 #include "daemon/tls.h"
 
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
+#include <cstdio>
 #include <fstream>
+#include <memory>
+#include <string>
 
 namespace ecd::daemon {
 namespace {
@@ -58,6 +65,78 @@ TEST(ListenerCredentials, FlagCombinationsAndFiles) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(bad.status().message(),
             "--tls-cert: " + not_pem + " is not a PEM file (no -----BEGIN line)");
+}
+
+// A new P-256 key, written as PEM to `path`.
+EVP_PKEY* WriteKey(const std::string& path) {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  if (key == nullptr) return nullptr;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return nullptr;
+  PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
+  std::fclose(f);
+  return key;
+}
+
+// A self-signed certificate for `key` (CN=localhost, valid a day), written as PEM to `path`.
+bool WriteCert(EVP_PKEY* key, const std::string& path) {
+  std::unique_ptr<X509, decltype(&X509_free)> cert(X509_new(), &X509_free);
+  X509_set_version(cert.get(), 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), 0);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 86400);
+  X509_set_pubkey(cert.get(), key);
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), name);
+  if (X509_sign(cert.get(), key, EVP_sha256()) == 0) return false;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return false;
+  PEM_write_X509(f, cert.get());
+  std::fclose(f);
+  return true;
+}
+
+// TLS options naming a certificate and a key file.
+TlsOptions Files(const std::string& cert, const std::string& key) {
+  TlsOptions o;
+  o.cert_file = cert;
+  o.key_file = key;
+  return o;
+}
+
+TEST(ListenerCredentials, TheKeyMustBeTheCertificates) {
+  const std::string dir = ::testing::TempDir();
+  const std::string cert = dir + "/ecd-tls-test-server.pem";
+  const std::string key = dir + "/ecd-tls-test-server.key";
+  const std::string other_key = dir + "/ecd-tls-test-other.key";
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> k(WriteKey(key), &EVP_PKEY_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> other(WriteKey(other_key), &EVP_PKEY_free);
+  ASSERT_TRUE(k != nullptr && other != nullptr);
+  ASSERT_TRUE(WriteCert(k.get(), cert));
+
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> good =
+      ListenerCredentials("0.0.0.0:1", Files(cert, key));
+  EXPECT_TRUE(good.ok()) << good.status();
+
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> mismatch =
+      ListenerCredentials("0.0.0.0:1", Files(cert, other_key));
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(mismatch.status().message(), "--tls-key " + other_key + " does not match --tls-cert " +
+                                             cert + "; give the key the certificate was made for");
+
+  // The two files swapped: neither holds what its flag needs.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> swapped =
+      ListenerCredentials("0.0.0.0:1", Files(key, cert));
+  EXPECT_EQ(swapped.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(swapped.status().message(),
+            "--tls-cert: " + key + " holds no PEM certificate that parses");
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> no_key =
+      ListenerCredentials("0.0.0.0:1", Files(cert, cert));
+  EXPECT_EQ(no_key.status().message(),
+            "--tls-key: " + cert +
+                " holds no PEM private key that parses (an encrypted key is not supported)");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "lib/repair/event_policy.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {
@@ -37,6 +38,22 @@ absl::StatusOr<PolicyAction> ParsePolicyAction(const std::string& name) {
 
 EventPolicy::EventPolicy(Store* store, RepairPlanner* rebuilds, const EventPolicyOptions& options)
     : store_(store), rebuilds_(rebuilds), options_(options) {}
+
+absl::Status EventPolicy::Check(const HealthEvent& e) const {
+  for (const store::DeviceRecord& d : store_->DeviceRecords()) {
+    if (d.id != e.device) continue;
+    if ((e.kind == HealthEvent::Kind::kGeneralMedia || e.kind == HealthEvent::Kind::kDram) &&
+        e.dpa >= d.size_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("DPA %#x is past the end of device %d: its DPAs are below %#x (%d "
+                          "bytes)",
+                          e.dpa, e.device, d.size_bytes, d.size_bytes));
+    }
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("device ", e.device, " does not exist (ecctl device ls)"));
+}
 
 std::pair<PolicyAction, std::string> EventPolicy::Decide(const HealthEvent& e) const {
   if (e.severity == 3 || e.log == 3) return {options_.fatal, "fatal severity"};

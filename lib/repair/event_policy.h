@@ -72,6 +72,11 @@ class EventPolicy {
 
   // What the options say to do with `e`, and why.
   std::pair<PolicyAction, std::string> Decide(const HealthEvent& e) const;
+  // Whether `e` names something real, for reports from outside the devices (Cxl.Ingest) to be
+  // checked before any is acted on. InvalidArgument when e.device is not a device of the store,
+  // or a General Media or DRAM report's DPA is at or past the end of its device (a DPA maps 1:1
+  // onto the namespace's bytes); the message says which, without saying where `e` came from.
+  absl::Status Check(const HealthEvent& e) const;
   // Decides and acts; returns the action taken (kCount/kIgnore do nothing but count).
   PolicyAction Handle(const HealthEvent& e);
 

@@ -71,6 +71,39 @@ TEST_F(EventPolicyTest, DecidesByKindAndFields) {
   EXPECT_EQ(policy.Decide(m).first, PolicyAction::kEvacuate);
 }
 
+TEST_F(EventPolicyTest, CheckRefusesAnUnknownDeviceAndADpaPastTheEnd) {
+  RepairPlanner rebuilds(store_.get(), {});
+  EventPolicy policy(store_.get(), &rebuilds, {});
+  HealthEvent e;
+  e.kind = HealthEvent::Kind::kGeneralMedia;
+  e.device = 7;
+  e.descriptor = 1;
+  e.dpa = (16 << 20) - 64;  // the last line of a 16 MiB device
+  EXPECT_TRUE(policy.Check(e).ok()) << policy.Check(e);
+  e.kind = HealthEvent::Kind::kDram;
+  EXPECT_TRUE(policy.Check(e).ok()) << policy.Check(e);
+
+  e.dpa = 16 << 20;
+  absl::Status past = policy.Check(e);
+  EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(past.message(),
+            "DPA 0x1000000 is past the end of device 7: its DPAs are below 0x1000000 (16777216 "
+            "bytes)");
+  e.kind = HealthEvent::Kind::kGeneralMedia;
+  EXPECT_EQ(policy.Check(e).code(), absl::StatusCode::kInvalidArgument);
+  // A Memory Module report has no DPA: only its device counts.
+  e.kind = HealthEvent::Kind::kMemoryModule;
+  EXPECT_TRUE(policy.Check(e).ok());
+
+  e.device = 8;
+  absl::Status missing = policy.Check(e);
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(missing.message(), "device 8 does not exist (ecctl device ls)");
+  // Checking acts on nothing.
+  EXPECT_TRUE(policy.counters().empty());
+  EXPECT_TRUE(rebuilds.List().empty());
+}
+
 TEST_F(EventPolicyTest, OptionsChangeTheActions) {
   RepairPlanner rebuilds(store_.get(), {});
   EventPolicyOptions o;

@@ -802,7 +802,7 @@ absl::StatusOr<int> Store::RebuildInBuffer(const std::shared_ptr<const ec::Codec
   return -1;
 }
 
-absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
+absl::StatusOr<BlockRecord> Store::AllocateCopy(absl::string_view object, const BlockRecord& old,
                                                 std::map<uint32_t, int>& occupied,
                                                 bool allow_same_device) {
   std::lock_guard lock(mu_);
@@ -833,6 +833,13 @@ absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
     return fresh;
   }
   ++occupied[old.device];
+  if (others.empty()) {  // No free space would help: there is no device outside the stripe.
+    int online = 0;
+    for (auto& d : devices_) online += d->record.state == DeviceState::kOnline && d->ns != nullptr;
+    return absl::FailedPreconditionError(
+        absl::StrCat("stripe ", old.stripe, " of \"", object, "\" is on every online device (",
+                     online, "); add a device or bring one back online to move block ", old.index));
+  }
   return absl::ResourceExhaustedError(
       absl::StrCat("out of space: no online device outside stripe ", old.stripe, " has ",
                    static_cast<uint64_t>(old.lba_count) * options_.lba_size,
@@ -976,7 +983,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
             absl::StrCat("the catalog has no block ", i, " for stripe ", stripe, " of \"", name,
                          "\"; nothing was changed. Run `ecctl recover ", name, "`")));
       }
-      absl::StatusOr<BlockRecord> copy = AllocateCopy(*by_index[i], occupied);
+      absl::StatusOr<BlockRecord> copy = AllocateCopy(name, *by_index[i], occupied);
       if (!copy.ok()) return abandon(copy.status());
       copy->crc32c = Crc32c(fresh.block(i));
       replaced.push_back(*copy);
@@ -1923,11 +1930,12 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           BlockRecord old = *by_index[i];
           // Prefer the block's own device (copy-on-write) unless it is being evicted.
           absl::StatusOr<BlockRecord> placed =
-              AllocateCopy(old, occupied, /*allow_same_device=*/!forced);
+              AllocateCopy(name, old, occupied, /*allow_same_device=*/!forced);
           if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
             no_space = absl::ResourceExhaustedError(absl::StrCat(
                 "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
                 " free bytes for a rebuilt block; add or repair devices and run recover again"));
+            if (absl::IsFailedPrecondition(placed.status())) no_space = placed.status();
             continue;
           }
           BlockRecord fresh = *placed;

@@ -589,8 +589,10 @@ class Store {
   // Allocates a new extent for a rewritten block `old`: on its own device if that is online and
   // has room, else on the emptiest online device with `occupied` 0 (a device holding no other
   // block of the stripe). With !allow_same_device the block must leave its device (evacuation).
-  // Updates `occupied`. ResourceExhausted when no device fits.
-  absl::StatusOr<BlockRecord> AllocateCopy(const BlockRecord& old,
+  // Updates `occupied`. FailedPrecondition when every online device holds a block of the stripe
+  // (none is outside it); ResourceExhausted when none outside it has room. `object` names the
+  // block's object in the message.
+  absl::StatusOr<BlockRecord> AllocateCopy(absl::string_view object, const BlockRecord& old,
                                            std::map<uint32_t, int>& occupied,
                                            bool allow_same_device = true);
   // Online or failing: read from (and, online, written to).

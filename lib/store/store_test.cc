@@ -741,5 +741,37 @@ TEST_F(StoreTest, OutOfSpaceFailsCleanlyAndDeleteFrees) {
   EXPECT_EQ(TotalFree(), free_before);
 }
 
+// A stripe as wide as the online devices has no device outside it: rewriting its block that sits
+// on a failed device says so, not that the other devices are out of space.
+TEST_F(StoreTest, AStripeOnEveryOnlineDeviceSaysSoWhenABlockMustMove) {
+  const auto data = RandomBytes(6 * 4096, 12);
+  ASSERT_TRUE(Put("wide", data, 6, 2).ok());  // 6+2 on 8 devices: one block on each
+  auto st = store_->Stat("wide", true, false);
+  ASSERT_TRUE(st.ok()) << st.status();
+  const uint32_t device = st->stripes[0].blocks[0].record.device;
+  ASSERT_TRUE(store_->SetDeviceState(device, DeviceState::kFailed).ok());
+  const std::string want =
+      "stripe 0 of \"wide\" is on every online device (7); add a device or bring one back online "
+      "to move block 0";
+
+  absl::StatusOr<RecoverProgress> recovered = store_->Recover("wide", nullptr);
+  EXPECT_EQ(recovered.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(recovered.status().message(), want);
+
+  const std::vector<uint8_t> patch(10, 0xAB);
+  VectorSource src(patch);
+  absl::StatusOr<UpdateResult> updated = store_->Update("wide", 0, src, false);
+  EXPECT_EQ(updated.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(updated.status().message(), want);
+  auto back = Get("wide");  // unchanged, served degraded
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, data);
+
+  // With the device back there is a place again.
+  ASSERT_TRUE(store_->SetDeviceState(device, DeviceState::kOnline).ok());
+  VectorSource again(patch);
+  EXPECT_TRUE(store_->Update("wide", 0, again, false).ok());
+}
+
 }  // namespace
 }  // namespace ecd::store

@@ -8,8 +8,9 @@
 # server and client certificates made with openssl here): a plaintext client is refused by a TLS
 # listener, a TLS client with the CA works; with --tls-client-ca a client without a certificate
 # (or with one from another CA) is refused, one with a certificate works. --listen 0.0.0.0
-# without TLS: ecd refuses to start (exit 2, one line); with --insecure it serves. The Unix
-# socket is mode 0660. ecd keeps serving after every refusal.
+# without TLS: ecd refuses to start (exit 2, one line); with --insecure it serves. A --tls-key
+# that is not the --tls-cert's key: ecd refuses to start (exit 2, one line). The Unix socket is
+# mode 0660. ecd keeps serving after every refusal.
 set -euo pipefail
 ECD=$1
 ECTL=$2
@@ -210,6 +211,16 @@ rc=0
   >"$WORK/out" 2>"$WORK/err" || rc=$?
 [ "$rc" -eq 2 ] && grep -qF -- "--tls-cert and --tls-key go together" "$WORK/err" ||
   fail "a certificate without a key: exit $rc, $(cat "$WORK/err")"
+
+step "a --tls-key that is not --tls-cert's key: refused at start (exit 2, one line)"
+rc=0
+"$ECD" --data-dir "$WORK/data" --listen 127.0.0.1:0 --tls-cert "$P/server.pem" \
+  --tls-key "$P/client.key" --metrics-listen "" >"$WORK/out" 2>"$WORK/err" || rc=$?
+[ "$rc" -eq 2 ] || fail "ecd with a mismatched key exited $rc, expected 2: $(cat "$WORK/err")"
+[ "$(wc -l <"$WORK/err")" -eq 1 ] || fail "expected one line; got: $(cat "$WORK/err")"
+[ "$(cat "$WORK/err")" = "ecd: --tls-key $P/client.key does not match --tls-cert $P/server.pem; give the key the certificate was made for" ] ||
+  fail "unclear message: $(cat "$WORK/err")"
+echo "   $(cat "$WORK/err")"
 CLIENT=()
 start_auth --listen 0.0.0.0:0 --insecure
 grep -q "WARN --insecure: serving plaintext gRPC on 0.0.0.0:0" "$WORK/ecd.log" || fail "no --insecure warning"

@@ -2,7 +2,8 @@
 # CXL events end to end on loopback: a Memory Module "replacement needed" record empties its
 # device within 10 s while every object keeps full redundancy and reads stay byte-exact; a
 # General Media record at one block's DPA moves exactly that block; the Events mailbox commands
-# (Get/Clear Event Records, Get/Set Event Interrupt Policy) behave as the spec says.
+# (Get/Clear Event Records, Get/Set Event Interrupt Policy) behave as the spec says; an ingest
+# with a line naming no device, an unknown log or a DPA past the device is refused whole.
 # Usage: cxl_test.sh ECD ECTL
 set -euo pipefail
 ECD=$1
@@ -111,6 +112,24 @@ for _ in $(seq 1 100); do
 done
 [ "$(ecctl --json device ls | json "d['devices'][5]['blocks']")" = 0 ] || fail "device 5 not emptied by ingest"
 expect_error INVALID_ARGUMENT ecctl cxl ingest <(echo '{"event":"not-cxl"}')
+# A line that names no device, an unknown log or a DPA past the device (256M) fails the whole
+# file, naming the line: the Fatal line for mem0 before it is not acted on either.
+fatal0='{"memdev":"mem0","event":"cxl_memory_module","log":3,"hdr_flags":3}'
+printf '%s\n%s\n' "$fatal0" '{"memdev":"memX","event":"cxl_memory_module","log":"Fatal"}' >"$WORK/bad-memdev.jsonl"
+printf '%s\n%s\n' "$fatal0" '{"memdev":"mem1","event":"cxl_dram","log":"severe"}' >"$WORK/bad-log.jsonl"
+printf '%s\n\n%s\n' "$fatal0" \
+  '{"memdev":"mem1","event":"cxl_general_media","log":2,"descriptor":1,"dpa":268435456}' >"$WORK/bad-dpa.jsonl"
+for bad in memdev log dpa; do
+  expect_error INVALID_ARGUMENT ecctl cxl ingest "$WORK/bad-$bad.jsonl"
+  case $bad in
+    memdev) want='line 2: "memdev" is "memX", not memN (N a device number); nothing ingested' ;;
+    log) want='line 2: "log" is "severe", not 0..3 or Informational, Warning, Failure or Fatal (any case); nothing ingested' ;;
+    dpa) want='line 3: DPA 0x10000000 is past the end of device 1: its DPAs are below 0x10000000 (268435456 bytes); nothing ingested' ;;
+  esac
+  grep -qF -- "$want" "$WORK/err" || fail "bad $bad: expected '$want', got: $(cat "$WORK/err")"
+  [ "$(ecctl --json device ls | json "d['devices'][0]['state']")" = DEVICE_STATE_ONLINE ] ||
+    fail "a refused ingest ($bad) acted on its Fatal line: device 0 is $(ecctl --json device ls | json "d['devices'][0]['state']")"
+done
 head -c 100 /dev/zero >"$WORK/short.bin"
 rc=0; ecctl cxl decode "$WORK/short.bin" 2>"$WORK/err" || rc=$?
 [ $rc = 3 ] || fail "decode of a short file exited $rc"

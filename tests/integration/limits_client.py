@@ -132,6 +132,37 @@ def check_names():
         expect(IA, ["path separator"], call, "%s of a name with '/'" % what)
     expect(grpc.StatusCode.NOT_FOUND, ["not found"], lambda: read("missing"),
            "a valid name that is missing")
+    check_names_not_utf8()
+
+
+def check_names_not_utf8():
+    """A name that is not UTF-8, sent as raw bytes (the Python stubs cannot send one): Encode and
+    Update refuse it by the name rule, every other call as a request that does not parse; all
+    INVALID_ARGUMENT (limits_test.sh checks that ecd logged no libprotobuf line for them)."""
+    IA = grpc.StatusCode.INVALID_ARGUMENT
+    bad = b"a\xff\xc0z"
+    name = b"\x0a" + bytes([len(bad)]) + bad  # field 1, the name in every ecd.v1 request
+
+    def field1(body):
+        return b"\x0a" + bytes([len(body)]) + body
+
+    channel = grpc.insecure_channel(TCP)
+    rule = 'object name is not valid UTF-8 at byte 1 of "a\\xff\\xc0z"; names are UTF-8 text'
+    for method, header in [("Encode", name + b"\x10\x04\x18\x02"), ("Update", name)]:
+        call = channel.stream_unary("/ecd.v1.Objects/" + method)
+        expect(IA, [rule], lambda: call(iter([field1(header) + b"\x12\x01x"]), timeout=10),
+               "%s of a name that is not UTF-8" % method.lower())
+    for method, streaming in [("Stat", False), ("Delete", False), ("Read", True),
+                              ("GetBlock", True), ("Recover", True), ("Scrub", True)]:
+        if streaming:
+            call = channel.unary_stream("/ecd.v1.Objects/" + method)
+            run = lambda: list(call(name, timeout=10))  # noqa: E731
+        else:
+            call = channel.unary_unary("/ecd.v1.Objects/" + method)
+            run = lambda: call(name, timeout=10)  # noqa: E731
+        expect(IA, ["does not parse", "is not valid UTF-8", "UTF-8 text"], run,
+               "%s of a name that is not UTF-8" % method.lower())
+    channel.close()
 
 
 def check_object_size():

@@ -716,9 +716,11 @@ class Injector {
       grpc::Status s = reader->Finish();
       if (s.ok()) ++recovers;
       // UNAVAILABLE: an injected write fault failed a rebuilt block's write; nothing was
-      // committed (the end-of-run checks still read every object back).
+      // committed (the end-of-run checks still read every object back). FAILED_PRECONDITION: a
+      // stripe is on every online device, so a block on the failed one has nowhere to go.
       else if (s.error_code() != grpc::StatusCode::NOT_FOUND &&
                s.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED &&
+               s.error_code() != grpc::StatusCode::FAILED_PRECONDITION &&
                s.error_code() != grpc::StatusCode::UNAVAILABLE)
         failures.Add(absl::StrCat("recover ", name, " with a device failed: ", Describe(s)));
     }
