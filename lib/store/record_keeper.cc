@@ -177,14 +177,13 @@ absl::Status RecordKeeper::Op::Write(std::vector<bool>& touched) {
   uint64_t total = 0;
   if (deleted_) {
     devices = tombstone_devices_;
-  } else if (blocks_.empty()) {
-    // An object without blocks (an empty one) is recorded on every device with a log.
-    std::lock_guard lock(keeper_.mu_);
-    for (const auto& [d, log] : keeper_.logs_) devices.push_back(d);
   } else {
     for (const auto& [d, blocks] : blocks_) {
       devices.push_back(d);
       total += blocks.size();
+    }
+    for (uint32_t d : also_on_) {
+      if (blocks_.count(d) == 0) devices.push_back(d);
     }
   }
   for (int attempt = 0; attempt < 3; ++attempt) {

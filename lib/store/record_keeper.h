@@ -74,6 +74,9 @@ class RecordKeeper {
     void SetObject(const ObjectRecord& object);
     // A block the operation wrote (on block.device). REQUIRES: SetObject was called.
     void AddBlock(const BlockRecord& block);
+    // The object record goes on each of `devices` that has a log even where no block was
+    // written (an object without blocks).
+    void AlsoOn(std::vector<uint32_t> devices) { also_on_ = std::move(devices); }
     // The object is deleted: a tombstone on each of `devices` that has a log.
     void DeleteObject(int64_t object_id, std::vector<uint32_t> devices);
 
@@ -100,6 +103,7 @@ class RecordKeeper {
     std::map<uint32_t, std::vector<BlockRecord>> blocks_;
     std::optional<int64_t> deleted_;
     std::vector<uint32_t> tombstone_devices_;
+    std::vector<uint32_t> also_on_;
     uint64_t seq_ = 0;
     std::vector<uint32_t> written_;
     std::shared_lock<std::shared_mutex> gate_;

@@ -629,6 +629,13 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
       !s.ok()) {
     return fail(s);
   }
+  if (stripe == 0) {  // An empty object: its record goes on every online device.
+    std::vector<uint32_t> online;
+    for (uint32_t d = 0; d < devices_.size(); ++d) {
+      if (DeviceOnline(d)) online.push_back(d);
+    }
+    op->AlsoOn(std::move(online));
+  }
   if (absl::Status s = op->Write(touched); !s.ok()) return fail(s);
   // Data first, then the catalog: the commit below is the moment the object exists.
   if (absl::Status s = FlushDevices(touched); !s.ok()) return fail(s);
@@ -2064,8 +2071,9 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
       label_lba = d.label_lba;
     }
     if (reopen) {  // A repaired device: open its namespace again and check its label.
+      DeviceLabel label;
       absl::StatusOr<std::unique_ptr<Namespace>> ns =
-          OpenDevice(d.record, /*create=*/false, label_lba);
+          OpenDevice(d.record, /*create=*/false, label_lba, &label);
       if (!ns.ok()) {
         return absl::FailedPreconditionError(absl::StrCat(
             "device ", id, " cannot be brought online: ", ns.status().message(),
@@ -2081,6 +2089,7 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
       if (!label_lba) {
         if (absl::Status s = LabelDevice(d); !s.ok()) return s;
       }
+      if (absl::Status s = ReopenRecordLog(d, label.log); !s.ok()) return s;
     }
   }
   if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;

@@ -643,6 +643,10 @@ class Store {
   // Creates the record log of `d` (in its old place when it had one, else in a newly allocated
   // region), records the place in its label, and writes its first snapshot.
   absl::Status CreateRecordLog(Device& d);
+  // After `d`'s namespace was opened again (`device online`): opens its record log at
+  // `labelled` (its label's place) and snapshots it, for the operations it missed; creates one
+  // when it has none or it cannot be read.
+  absl::Status ReopenRecordLog(Device& d, const RecordLogPlace& labelled);
   // A free region of `d` for a new record log; empty when none fits.
   RecordLogPlace AllocateRecordLog(Device& d);
   void CountStripes(uint32_t parity, int64_t delta);

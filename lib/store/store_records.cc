@@ -182,6 +182,35 @@ absl::Status Store::CreateRecordLog(Device& d) {
   return absl::OkStatus();
 }
 
+absl::Status Store::ReopenRecordLog(Device& d, const RecordLogPlace& labelled) {
+  const uint32_t id = d.record.id;
+  std::shared_ptr<Namespace> ns;
+  {
+    std::lock_guard lock(mu_);
+    if (d.log_place.empty() && !labelled.empty() &&
+        d.allocator.MarkUsed(labelled.first_lba, labelled.lba_count).ok()) {
+      d.log_place = labelled;
+    }
+    ns = d.ns;
+  }
+  records_->SetLog(id, nullptr);
+  RecordLogPlace place;
+  {
+    std::lock_guard lock(mu_);
+    place = d.log_place;
+  }
+  if (!place.empty()) {
+    absl::StatusOr<std::unique_ptr<RecordLog>> log = RecordLog::Open(ns, place, store_id_, id);
+    if (log.ok()) {
+      records_->SetLog(id, std::move(*log));
+      return records_->Snapshot(id);
+    }
+    Log(LogLevel::kWarning, "device %d: its record log cannot be read (%s); it is written anew",
+        id, log.status().message());
+  }
+  return CreateRecordLog(d);
+}
+
 absl::Status Store::PrepareRecordLogs() {
   for (auto& d : devices_) {
     bool usable;
