@@ -218,6 +218,13 @@ absl::Status Store::Init() {
   if (!catalog.ok()) return catalog.status();
   catalog_ = std::move(*catalog);
   if (options_.on_catalog_commit) catalog_->SetCommitObserver(options_.on_catalog_commit);
+  space_ = std::make_shared<FsSpace>(options_.fs_reserve_bytes,
+                                     options_.fs_stat ? options_.fs_stat : StatFileSystem);
+  if (absl::Status s =
+          space_->SetCatalog((std::filesystem::path(options_.data_dir) / "catalog.db").string());
+      !s.ok()) {
+    return s;
+  }
   // The catalog's files (and devices/) may be new: make their directory entries durable.
   if (absl::Status s =
           SyncParentDir((std::filesystem::path(options_.data_dir) / "catalog.db").string());
@@ -287,6 +294,7 @@ absl::Status Store::Init() {
     }
   }
   if (absl::Status s = LabelDevices(); !s.ok()) return s;
+  ReclaimFreeSpace();
   return absl::OkStatus();
 }
 
@@ -512,13 +520,13 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     for (auto& f : in_flight) {
       f->started.wait();  // The engine still uses the buffer, then the writes do.
       (void)f->write.Finish();
-      FreeExtents(f->blocks);
+      DiscardExtents(f->blocks);
     }
     std::vector<BlockRecord> stored;
     (void)catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) { stored.push_back(b); });
     absl::Status deleted = catalog_->DeleteObject(object.id);
-    if (deleted.ok()) FreeExtents(stored);  // Else they stay used until the next start.
-    FreeExtents(records);
+    if (deleted.ok()) DiscardExtents(stored);  // Else they stay used until the next start.
+    DiscardExtents(records);
     return status;
   };
   // Waits for the oldest stripe's parity and writes; its buffer is free again.
@@ -775,7 +783,7 @@ absl::StatusOr<int> Store::RebuildInBuffer(const std::shared_ptr<const ec::Codec
 
 absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
                                                 std::map<uint32_t, int>& occupied,
-                                                bool allow_same_device) {
+                                                bool allow_same_device, SpaceUse use) {
   std::lock_guard lock(mu_);
   --occupied[old.device];  // The block leaves its old extent.
   auto eligible = [&](const Device& d) {
@@ -796,6 +804,13 @@ absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
   for (Device* d : candidates) {
     std::optional<uint64_t> lba = d->allocator.Allocate(old.lba_count);
     if (!lba) continue;
+    const ClaimedExtent claim{d->record.id, *lba, old.lba_count,
+                              static_cast<uint64_t>(old.lba_count) * d->record.lba_size};
+    if (absl::Status s = space_->Claim({&claim, 1}, use); !s.ok()) {
+      (void)d->allocator.Free(*lba, old.lba_count);
+      ++occupied[old.device];
+      return s;
+    }
     BlockRecord fresh = old;
     fresh.device = d->record.id;
     fresh.lba = *lba;
@@ -844,8 +859,8 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   uint64_t unflushed = 0;  // Bytes written since the last flush (FlushEvery).
   // Nothing uncommitted is in the catalog, so giving back the new extents undoes everything.
   auto abandon = [&](absl::Status status) -> absl::Status {
-    FreeExtents(replaced);
-    FreeExtents(added);
+    DiscardExtents(replaced);
+    DiscardExtents(added);
     return status;
   };
   const uint64_t limit = append ? std::numeric_limits<uint64_t>::max() : object.size;
@@ -1026,6 +1041,17 @@ absl::Status Store::PlaceStripe(const ObjectRecord& object, uint64_t stripe,
                      lbas * options_.lba_size, " free bytes each, only ", got,
                      " have it; delete objects or add devices"));
   }
+  // The devices have the LBAs; their file systems must have the bytes.
+  std::vector<ClaimedExtent> claims;
+  for (size_t i = first; i < records.size(); ++i) {
+    claims.push_back({records[i].device, records[i].lba, lbas, lbas * options_.lba_size});
+  }
+  if (absl::Status s = space_->Claim(claims, SpaceUse::kNewData); !s.ok()) {
+    std::vector<BlockRecord> placed(records.begin() + first, records.end());
+    records.resize(first);
+    FreeExtents(placed);
+    return s;
+  }
   return absl::OkStatus();
 }
 
@@ -1140,9 +1166,17 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
   std::lock_guard lock(mu_);
   for (const BlockRecord& b : blocks) {
     if (b.device >= devices_.size()) continue;
+    space_->Release(b.device, b.lba, b.lba_count);
     absl::Status s = devices_[b.device]->allocator.Free(b.lba, b.lba_count);
     if (!s.ok()) Log(LogLevel::kError, "device %d: %s", b.device, s.message());
   }
+}
+
+void Store::DiscardExtents(absl::Span<const BlockRecord> blocks) {
+  for (const BlockRecord& b : blocks) {
+    if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) ns->Deallocate(b.lba, b.lba_count);
+  }
+  FreeExtents(blocks);
 }
 
 void Store::StartReads(const ObjectRecord& object, BlockReads& reads) {
@@ -1755,7 +1789,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         if (io == nullptr) return absl::OkStatus();
         absl::Status s = io->Finish();
         io.reset();
-        if (s.ok()) return s;
+        if (s.ok() || IsFileSystemFull(s)) return s;
         return absl::UnavailableError(absl::StrCat(
             "writing a rebuilt block of \"", name, "\" failed (", s.message(),
             "); nothing of this batch was committed and no data was lost. Check the devices "
@@ -1763,7 +1797,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       };
       auto abandon = [&](absl::Status s) {
         for (std::unique_ptr<BlockIo>& io : writes) (void)finish_writes(io);
-        FreeExtents(replaced);
+        DiscardExtents(replaced);
         return s;
       };
       std::vector<std::vector<const BlockRecord*>> stripes;
@@ -1872,11 +1906,15 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           BlockRecord old = *by_index[i];
           // Prefer the block's own device (copy-on-write) unless it is being evicted.
           absl::StatusOr<BlockRecord> placed =
-              AllocateCopy(old, occupied, /*allow_same_device=*/!forced);
+              AllocateCopy(old, occupied, /*allow_same_device=*/!forced, SpaceUse::kRepair);
           if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
-            no_space = absl::ResourceExhaustedError(absl::StrCat(
-                "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
-                " free bytes for a rebuilt block; add or repair devices and run recover again"));
+            no_space = IsFileSystemFull(placed.status())
+                           ? placed.status()
+                           : absl::ResourceExhaustedError(absl::StrCat(
+                                 "no online device outside stripe ", stripe, " has ",
+                                 lbas * options_.lba_size,
+                                 " free bytes for a rebuilt block; add or repair devices and run "
+                                 "recover again"));
             continue;
           }
           BlockRecord fresh = *placed;
