@@ -141,7 +141,8 @@ std::string FsSpace::FullMessage(const Fs& fs, const FsStat& stat, uint64_t rese
           : absl::StrCat("even a repair leaves ", FormatSize(reserve),
                          " free (half of --fs-reserve) for the catalog and for deletes");
   std::string more =
-      needed == 0 ? "" : absl::StrCat(", so ", needed, " more bytes of blocks do not fit");
+      needed == 0 ? ""
+                  : absl::StrCat(", so another ", FormatSize(needed), " of blocks does not fit");
   return absl::StrCat("the file system under ", where, " is nearly full: it has ",
                       FormatSize(stat.free_bytes), " free", claimed, " and ", kept, more,
                       ". Delete objects (`ecctl rm NAME`), free space on that file system, or "
