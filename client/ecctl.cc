@@ -1201,6 +1201,33 @@ std::string DownLine(const v1::DeviceInfo& d) {
                       Ago(d.down_since_unix_ms()), "): ", d.down_reason());
 }
 
+// "file system /var/lib/ecd (catalog, devices 0-7): 12.3 GiB free of 50.0 GiB, 256.0 MiB kept
+// free (--fs-reserve)", and a warning once new data no longer fits.
+std::string FileSystemLine(const v1::FileSystemInfo& fs) {
+  std::vector<std::string> holds;
+  if (fs.catalog()) holds.push_back("catalog");
+  std::vector<std::string> runs;  // "0-7", "9"
+  for (int i = 0; i < fs.devices_size();) {
+    int j = i;
+    while (j + 1 < fs.devices_size() && fs.devices(j + 1) == fs.devices(j) + 1) ++j;
+    runs.push_back(i == j ? absl::StrCat(fs.devices(i))
+                          : absl::StrCat(fs.devices(i), "-", fs.devices(j)));
+    i = j + 1;
+  }
+  if (!runs.empty()) {
+    holds.push_back(
+        absl::StrCat(fs.devices_size() == 1 ? "device " : "devices ", absl::StrJoin(runs, ", ")));
+  }
+  std::string line =
+      absl::StrCat("file system ", fs.path(), " (", absl::StrJoin(holds, ", "),
+                   "): ", FormatSize(fs.free_bytes()), " free of ", FormatSize(fs.size_bytes()),
+                   ", ", FormatSize(fs.reserve_bytes()), " kept free (--fs-reserve)");
+  if (fs.free_bytes() < fs.reserve_bytes() + fs.claimed_bytes()) {
+    absl::StrAppend(&line, "; NEARLY FULL: new data is refused (ecctl rm, or free space on it)");
+  }
+  return line;
+}
+
 // `what` names the command in errors.
 v1::ListDevicesResponse ListDevices(Client& c, const std::string& what = "device ls") {
   v1::ListDevicesResponse response;
@@ -1220,6 +1247,9 @@ void DeviceList(Client& c) {
                 FormatSize(d.free_bytes()).c_str(), static_cast<unsigned long long>(d.blocks()),
                 d.path().c_str());
     if (d.state() == v1::DEVICE_STATE_DOWN) std::printf("     %s\n", DownLine(d).c_str());
+  }
+  for (const v1::FileSystemInfo& fs : response.file_systems()) {
+    std::printf("%s\n", FileSystemLine(fs).c_str());
   }
 }
 
@@ -1607,6 +1637,7 @@ void AddDevices(Client& c, tools::Status& s) {
     if (d.state() == v1::DEVICE_STATE_DOWN) s.set_devices_down(s.devices_down() + 1);
     *s.add_devices() = std::move(d);
   }
+  *s.mutable_file_systems() = devices.file_systems();
 }
 
 void AddObjects(Client& c, tools::Status& s) {
@@ -1670,6 +1701,9 @@ void PrintStatusDevices(const tools::Status& s) {
                 FormatSize(d.size_bytes()).c_str(), FormatSize(d.used_bytes()).c_str(),
                 static_cast<unsigned long long>(d.blocks()));
     if (d.state() == v1::DEVICE_STATE_DOWN) std::printf("       %s\n", DownLine(d).c_str());
+  }
+  for (const v1::FileSystemInfo& fs : s.file_systems()) {
+    std::printf("%s\n", FileSystemLine(fs).c_str());
   }
 }
 

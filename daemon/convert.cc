@@ -101,6 +101,16 @@ void ToProto(const store::DeviceStatus& d, v1::DeviceInfo* out) {
   }
 }
 
+void ToProto(const store::FileSystemUsage& fs, v1::FileSystemInfo* out) {
+  out->set_path(fs.path);
+  out->set_size_bytes(fs.size_bytes);
+  out->set_free_bytes(fs.free_bytes);
+  out->set_reserve_bytes(fs.reserve_bytes);
+  out->set_claimed_bytes(fs.claimed_bytes);
+  out->set_catalog(fs.catalog);
+  for (uint32_t d : fs.devices) out->add_devices(d);
+}
+
 void ToProto(const store::RecoverProgress& p, v1::RecoverProgress* out) {
   out->set_stripes_total(p.stripes_total);
   out->set_stripes_done(p.stripes_done);

@@ -27,6 +27,7 @@ std::optional<store::DeviceState> FromProto(v1::DeviceState state);
 void ToProto(const store::ObjectRecord& object, v1::ObjectInfo* out);
 void ToProto(const store::ObjectStatus& status, bool with_stripes, v1::ObjectInfo* out);
 void ToProto(const store::DeviceStatus& device, v1::DeviceInfo* out);
+void ToProto(const store::FileSystemUsage& fs, v1::FileSystemInfo* out);
 void ToProto(const store::RecoverProgress& progress, v1::RecoverProgress* out);
 void ToProto(const store::RecoverProgress& found, v1::ScrubFindings* out);
 void ToProto(const repair::ScrubReport& report, v1::ScrubProgress* out);

@@ -47,6 +47,7 @@
 #include "lib/repair/scrubber.h"
 #include "lib/store/data_dir_lock.h"
 #include "lib/store/fault_namespace.h"
+#include "lib/store/power_cut.h"
 #include "lib/store/store.h"
 #include "lib/util/log.h"
 #include "lib/util/malloc_policy.h"
@@ -109,8 +110,10 @@ struct Flags {
   bool rebuild_catalog = false;
   bool check_catalog = false;
   bool json = false;
+  std::string fs_reserve = "256M";
   std::vector<std::string> fault_inject;  // DEV=SPEC items; for tests only.
   uint64_t fault_seed = 1;
+  std::string fault_power_cut_journal;  // For tests only.
 };
 
 int Fail(const std::string& message) {
@@ -356,6 +359,11 @@ int Main(int argc, char** argv) {
                "change nothing and exit (status 3 when they differ)")
       ->excludes(rebuild);
   app.add_flag("--json", f.json, "With --rebuild-catalog or --check-catalog: the summary as JSON");
+  app.add_option("--fs-reserve", f.fs_reserve,
+                 "Bytes kept free on the file system(s) under the data dir for the catalog and "
+                 "deletes: an encode or update that would leave less is refused "
+                 "(RESOURCE_EXHAUSTED) before it writes; a repair may use half of it")
+      ->capture_default_str();
   ecd::daemon::Limits limits;
   ecd::daemon::LimitFlags limit_flags(app, limits);
   app.add_option("--fault-inject", f.fault_inject,
@@ -364,6 +372,10 @@ int Main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--fault-seed", f.fault_seed, "Seed of the --fault-inject probabilities")
       ->capture_default_str();
+  app.add_option("--fault-power-cut-journal", f.fault_power_cut_journal,
+                 "TESTING ONLY: journal the old bytes of every device write in DIR/nvmeN.ns.undo "
+                 "until the next flush, so that `ecd-nvme power-cut DIR` after a kill -9 acts "
+                 "as a power cut (docs/fuzzing.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -450,6 +462,7 @@ int Main(int argc, char** argv) {
   for (auto [text, out, flag] :
        {std::tuple<std::string*, uint64_t*, const char*>{&f.device_size, &options.device_size,
                                                          "--device-size"},
+        {&f.fs_reserve, &options.fs_reserve_bytes, "--fs-reserve"},
         {&f.block_size, &options.default_block_size, "--block-size"},
         {&f.max_stripe_memory, &options.max_stripe_bytes, "--max-stripe-memory"},
         {&f.flush_bytes, &options.flush_bytes, "--flush-bytes"}}) {
@@ -494,6 +507,16 @@ int Main(int argc, char** argv) {
              faults->size(), absl::StrJoin(f.fault_inject, ","), f.fault_seed);
     options.namespace_factory = ecd::store::FaultInjectingFactory(
         ecd::store::NvmeNamespaceFactory(options.nvme), *std::move(faults), f.fault_seed);
+  }
+  if (!f.fault_power_cut_journal.empty()) {
+    ecd::Log(ecd::LogLevel::kWarning,
+             "--fault-power-cut-journal: journaling every device write in %s until the next "
+             "flush, for power-cut tests; slower, and for testing only",
+             f.fault_power_cut_journal);
+    options.namespace_factory = ecd::store::PowerCutJournalFactory(
+        options.namespace_factory ? options.namespace_factory
+                                  : ecd::store::NvmeNamespaceFactory(options.nvme),
+        f.fault_power_cut_journal);
   }
 
   ecd::repair::RepairPlannerOptions repair_options;

@@ -89,6 +89,7 @@ struct StoreData {
   double objects = 0, bytes = 0, degraded = 0, lost = 0;
   bool devices_ok = false;
   std::vector<store::DeviceStatus> devices;
+  std::vector<store::FileSystemUsage> file_systems;  // never fails
   uint64_t errors = 0;  // failed reads since ecd started, this one included
 };
 
@@ -112,6 +113,7 @@ StoreData ReadStore(store::Store* store, std::atomic<uint64_t>& errors) {
         (!objects.ok() ? objects.status() : devices.status()).ToString());
   }
   if (devices.ok()) d.devices = *std::move(devices);
+  d.file_systems = store->FileSystems();
   d.errors = errors.load();
   return d;
 }
@@ -335,6 +337,27 @@ void DaemonMetrics::Attach(store::Store* store, repair::RepairPlanner* planner,
                 "Failed flushes (each one makes the device suspect: failing, then evacuated).",
                 {"device"},
                 per_device([](const store::DeviceStatus& d) { return d.flush_failures; }));
+
+  // The file systems under the data dir.
+  auto per_fs = [snapshot](uint64_t store::FileSystemUsage::*field) {
+    return [snapshot, field] {
+      std::vector<Sample> out;
+      for (const store::FileSystemUsage& fs : snapshot->Get()->file_systems) {
+        out.push_back({{fs.path}, static_cast<double>(fs.*field)});
+      }
+      return out;
+    };
+  };
+  r.AddCallback(MetricType::kGauge, "ecd_filesystem_size_bytes",
+                "Size of a file system holding the catalog or namespace files.", {"path"},
+                per_fs(&store::FileSystemUsage::size_bytes));
+  r.AddCallback(MetricType::kGauge, "ecd_filesystem_free_bytes",
+                "Bytes ecd may still write to a file system under the data dir (statvfs "
+                "f_bavail); new data is refused once it would fall below the reserve.",
+                {"path"}, per_fs(&store::FileSystemUsage::free_bytes));
+  r.AddCallback(MetricType::kGauge, "ecd_filesystem_reserve_bytes",
+                "Bytes kept free on the file system for the catalog and deletes (--fs-reserve).",
+                {"path"}, per_fs(&store::FileSystemUsage::reserve_bytes));
 
   // NVMe data path, from each namespace's counters.
   // One series per (device, label value), each from one of the namespace's counters.

@@ -646,6 +646,9 @@ grpc::Status DevicesService::List(grpc::ServerContext* context,
   absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
   if (!devices.ok()) return ToGrpc(devices.status());
   for (const store::DeviceStatus& d : *devices) ToProto(d, response->add_devices());
+  for (const store::FileSystemUsage& fs : store_->FileSystems()) {
+    ToProto(fs, response->add_file_systems());
+  }
   return grpc::Status::OK;
 }
 

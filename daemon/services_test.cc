@@ -463,6 +463,14 @@ TEST_F(RepairServicesTest, DownDevicesAreListedAndRefusedWhereTheyCannotGo) {
   EXPECT_EQ(list.devices(2).down_reason(), "writes kept failing");
   EXPECT_GT(list.devices(2).down_since_unix_ms(), 0);
   EXPECT_EQ(list.devices(3).down_since_unix_ms(), 0);
+  // The file system under them: it holds the catalog and every namespace file.
+  ASSERT_EQ(list.file_systems_size(), 1);
+  EXPECT_TRUE(list.file_systems(0).catalog());
+  EXPECT_EQ(list.file_systems(0).devices_size(), list.devices_size());
+  EXPECT_GT(list.file_systems(0).size_bytes(), 0u);
+  EXPECT_GT(list.file_systems(0).free_bytes(), 0u);
+  EXPECT_LE(list.file_systems(0).free_bytes(), list.file_systems(0).size_bytes());
+  EXPECT_EQ(list.file_systems(0).reserve_bytes(), store::StoreOptions().fs_reserve_bytes);
   ExpectStatus(SetState(2, v1::DEVICE_STATE_FAILING), grpc::StatusCode::FAILED_PRECONDITION,
                "device 2 is down: nothing can be read off it");
   ExpectStatus(SetState(3, v1::DEVICE_STATE_DOWN), grpc::StatusCode::INVALID_ARGUMENT,

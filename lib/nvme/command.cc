@@ -86,8 +86,9 @@ absl::Status ToAbslStatus(const NvmeStatus& s, const std::string& context) {
   if (s.sct == kSctGeneric) {
     switch (s.sc) {
       case kScLbaOutOfRange:
-      case kScCapacityExceeded:
         return absl::OutOfRangeError(msg);
+      case kScCapacityExceeded:  // The namespace (for a file: its file system) has no room.
+        return absl::ResourceExhaustedError(msg);
       case kScInvalidOpcode:
       case kScInvalidField:
       case kScInvalidNamespace:

@@ -57,7 +57,8 @@ NvmeStatus Failure(uint8_t sc, uint8_t sct = kSctGeneric);
 // Name of a status code, e.g. "LBA Out of Range"; "Unknown" for codes this model does not use.
 std::string StatusName(uint8_t sct, uint8_t sc);
 // Maps an NVMe status onto absl: OK, DataLoss for media errors, OutOfRange for LBA range,
-// InvalidArgument for field and PRP errors, Internal otherwise; the message names the status.
+// ResourceExhausted for Capacity Exceeded, InvalidArgument for field and PRP errors, Internal
+// otherwise; the message names the status.
 absl::Status ToAbslStatus(const NvmeStatus& s, const std::string& context);
 
 struct SubmissionEntry {

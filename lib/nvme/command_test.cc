@@ -83,6 +83,8 @@ TEST(CompletionEntry, MediaErrorSct) {
 TEST(Status, MapsToAbsl) {
   EXPECT_TRUE(ToAbslStatus(NvmeStatus{}, "x").ok());
   EXPECT_EQ(ToAbslStatus(Failure(kScLbaOutOfRange), "x").code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(ToAbslStatus(Failure(kScCapacityExceeded), "x").code(),
+            absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(ToAbslStatus(Failure(kScWriteFault, kSctMedia), "x").code(),
             absl::StatusCode::kDataLoss);
   EXPECT_EQ(ToAbslStatus(Failure(kScPrpOffsetInvalid), "x").code(),

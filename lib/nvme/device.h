@@ -51,7 +51,8 @@ class Device {
   uint64_t lba_count() const { return controller_->lba_count(); }
 
   // REQUIRES: sizes are multiples of lba_size(). Errors carry the NVMe status in the message:
-  // DataLoss for media errors, OutOfRange for LBA range, Internal otherwise.
+  // DataLoss for media errors, OutOfRange for LBA range, ResourceExhausted for Capacity
+  // Exceeded (ENOSPC from the file system under a file namespace), Internal otherwise.
   absl::Status Read(uint64_t lba, absl::Span<uint8_t> out);
   absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data);
   absl::Status Flush();

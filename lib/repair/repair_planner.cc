@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "lib/store/fs_space.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {
@@ -770,7 +771,9 @@ void RepairPlanner::SetAsideLocked(const std::vector<Work>& batch, const absl::S
       status.message(),
       lost ? "those that could not be rebuilt are counted lost"
            : "set aside until a device changes or the next retry");
-  if (absl::IsResourceExhausted(status)) {
+  if (store::IsFileSystemFull(status)) {
+    status_.stalled = std::string(status.message());  // Names the file system and what to do.
+  } else if (absl::IsResourceExhausted(status)) {
     status_.stalled = absl::StrCat(
         "no online device outside a stripe of \"", head.object,
         "\" has room for a rebuilt block: add devices, replace failed ones (`ecctl device "

@@ -394,6 +394,13 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, 
     if (absl::Status s = put.Run(); !s.ok()) return s;
     if (absl::Status s = txn.Commit(); !s.ok()) return s;
   }
+  // The WAL file and its index stay when the catalog closes, at the size the WAL grew to, and a
+  // RESTART checkpoint (best effort) makes the next commit write the WAL from its start: a start
+  // and the commits after it reuse space the catalog already has, so a file system that filled
+  // up while ecd was stopped does not keep it from starting or deleting (docs/operations.md).
+  int persist = 1;
+  sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  (void)sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_RESTART, nullptr, nullptr);
   return catalog;
 }
 

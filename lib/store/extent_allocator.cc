@@ -87,6 +87,20 @@ absl::Status ExtentAllocator::Free(uint64_t lba, uint64_t count) {
   return absl::OkStatus();
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> ExtentAllocator::FreeRunsIn(uint64_t lba,
+                                                                       uint64_t count) const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  const uint64_t end = lba + count;
+  auto it = free_.upper_bound(lba);
+  if (it != free_.begin()) --it;  // The run starting at or before `lba` may reach into it.
+  for (; it != free_.end() && it->first < end; ++it) {
+    const uint64_t from = std::max(lba, it->first);
+    const uint64_t to = std::min(end, it->first + it->second);
+    if (from < to) out.emplace_back(from, to - from);
+  }
+  return out;
+}
+
 uint64_t ExtentAllocator::largest_free_run() const {
   uint64_t best = 0;
   for (const auto& [start, length] : free_) best = std::max(best, length);

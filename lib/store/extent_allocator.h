@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -36,6 +38,8 @@ class ExtentAllocator {
   uint64_t used_lbas() const { return lba_count_ - free_lbas_; }
   // The longest run that Allocate could return.
   uint64_t largest_free_run() const;
+  // The free parts of [lba, lba+count), ascending, as (first LBA, count) pairs.
+  std::vector<std::pair<uint64_t, uint64_t>> FreeRunsIn(uint64_t lba, uint64_t count) const;
 
  private:
   const uint64_t lba_count_;

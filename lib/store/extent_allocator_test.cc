@@ -43,6 +43,18 @@ TEST(ExtentAllocatorTest, RejectsDoubleFreeAndOverlappingUse) {
   EXPECT_EQ(a.free_lbas(), 16u);
 }
 
+TEST(ExtentAllocatorTest, FreeRunsInClipsToTheRange) {
+  ExtentAllocator a(32);
+  ASSERT_TRUE(a.MarkUsed(4, 4).ok());  // free: [0, 4), [8, 20), [24, 32)
+  ASSERT_TRUE(a.MarkUsed(20, 4).ok());
+  using Runs = std::vector<std::pair<uint64_t, uint64_t>>;
+  EXPECT_EQ(a.FreeRunsIn(0, 32), (Runs{{0, 4}, {8, 12}, {24, 8}}));
+  EXPECT_EQ(a.FreeRunsIn(2, 8), (Runs{{2, 2}, {8, 2}}));  // [2, 10)
+  EXPECT_EQ(a.FreeRunsIn(4, 4), Runs{});                  // all used
+  EXPECT_EQ(a.FreeRunsIn(10, 20), (Runs{{10, 10}, {24, 6}}));
+  EXPECT_EQ(a.FreeRunsIn(31, 1), (Runs{{31, 1}}));
+}
+
 TEST(ExtentAllocatorTest, RandomOperationsKeepAccounting) {
   std::mt19937 rng(1);
   ExtentAllocator a(1000);

@@ -112,6 +112,7 @@ class FaultNamespace final : public Namespace {
   // failed (injected or not), every later flush fails.
   absl::Status Flush() override;
   void Deallocate(uint64_t lba, uint64_t count) override { inner_->Deallocate(lba, count); }
+  std::vector<LbaRange> AllocatedRanges() const override { return inner_->AllocatedRanges(); }
 
   // The inner namespace's counters followed by this one's: io_reads, io_writes, io_flushes,
   // io_read_lbas, io_write_lbas, fault_injected_eio, fault_injected_short_writes,

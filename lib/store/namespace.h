@@ -54,6 +54,16 @@ class Namespace {
   // Tells the device the LBAs no longer hold data (like NVMe Deallocate). Best effort.
   virtual void Deallocate(uint64_t lba, uint64_t count) {}
 
+  // The LBA ranges, ascending and disjoint, that take space on the device: those of a sparse
+  // namespace file that are not holes. Empty when there are none or the namespace cannot tell
+  // (the default; a block device). Used to give back the space of free extents at start-up.
+  struct LbaRange {
+    uint64_t lba = 0;
+    uint64_t count = 0;
+    friend bool operator==(const LbaRange&, const LbaRange&) = default;
+  };
+  virtual std::vector<LbaRange> AllocatedRanges() const { return {}; }
+
   // Named counters of the device's data path (commands, PRP fetches, errors by status, ...),
   // for `ecctl device ls --json` and metrics. Thread-safe.
   virtual std::vector<std::pair<std::string, uint64_t>> Counters() const { return {}; }

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "lib/nvme/device.h"
+#include "lib/store/fs_space.h"
 #include "lib/store/namespace.h"
 
 namespace ecd::store {
@@ -44,8 +45,8 @@ namespace {
 // executed by the controller model through io_uring (lib/nvme/device.h).
 class NvmeNamespace final : public Namespace {
  public:
-  NvmeNamespace(std::string path, int fd, std::unique_ptr<nvme::Device> device)
-      : path_(std::move(path)), fd_(fd), device_(std::move(device)) {}
+  NvmeNamespace(std::string path, int fd, bool regular_file, std::unique_ptr<nvme::Device> device)
+      : path_(std::move(path)), fd_(fd), regular_file_(regular_file), device_(std::move(device)) {}
   ~NvmeNamespace() override {
     device_.reset();
     ::close(fd_);
@@ -61,7 +62,7 @@ class NvmeNamespace final : public Namespace {
 
   absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data) override {
     if (absl::Status s = CheckRange(lba, data.size()); !s.ok()) return s;
-    return device_->Write(lba, data);
+    return WriteStatus(device_->Write(lba, data), lba, data.size());
   }
 
   void ReadAsync(uint64_t lba, absl::Span<uint8_t> out, Done done) override {
@@ -71,7 +72,11 @@ class NvmeNamespace final : public Namespace {
 
   void WriteAsync(uint64_t lba, absl::Span<const uint8_t> data, Done done) override {
     if (absl::Status s = CheckRange(lba, data.size()); !s.ok()) return done(std::move(s));
-    device_->WriteAsync(lba, data, std::move(done));
+    if (!regular_file_) return device_->WriteAsync(lba, data, std::move(done));
+    device_->WriteAsync(lba, data,
+                        [this, lba, bytes = data.size(), done = std::move(done)](absl::Status s) {
+                          done(WriteStatus(std::move(s), lba, bytes));
+                        });
   }
 
   absl::Status Flush() override {
@@ -91,6 +96,29 @@ class NvmeNamespace final : public Namespace {
     // range then return zeroes.
     (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                       static_cast<off_t>(lba * lba_size()), static_cast<off_t>(count * lba_size()));
+  }
+
+  std::vector<LbaRange> AllocatedRanges() const override {
+    std::vector<LbaRange> out;
+    if (!regular_file_) return out;
+    const uint64_t lbs = lba_size();
+    const off_t end = static_cast<off_t>(size_bytes());
+    off_t at = 0;
+    while (at < end) {
+      const off_t data = ::lseek(fd_, at, SEEK_DATA);
+      if (data < 0 || data >= end) break;  // ENXIO: no data past `at`
+      off_t hole = ::lseek(fd_, data, SEEK_HOLE);
+      if (hole < 0 || hole > end) hole = end;
+      const uint64_t first = static_cast<uint64_t>(data) / lbs;
+      const uint64_t last = (static_cast<uint64_t>(hole) + lbs - 1) / lbs;
+      if (!out.empty() && out.back().lba + out.back().count >= first) {
+        out.back().count = last - out.back().lba;
+      } else {
+        out.push_back({first, last - first});
+      }
+      at = hole;
+    }
+    return out;
   }
 
   std::vector<std::pair<std::string, uint64_t>> Counters() const override {
@@ -139,8 +167,21 @@ class NvmeNamespace final : public Namespace {
     return absl::OkStatus();
   }
 
+  // A full file system fails a write of a file namespace with NVMe Capacity Exceeded (ENOSPC):
+  // that is the file system under the namespace being full, not the device, so say so.
+  absl::Status WriteStatus(absl::Status s, uint64_t lba, size_t bytes) const {
+    if (!regular_file_ || !absl::IsResourceExhausted(s)) return s;
+    return FileSystemFullError(absl::StrCat(
+        "the file system holding namespace ", path_, " is full: writing LBAs [", lba, ", ",
+        lba + bytes / lba_size(),
+        ") failed with ENOSPC (no space left on device); the request keeps nothing it wrote. "
+        "Delete objects (`ecctl rm NAME`) or free space on that file system; ecd stops taking "
+        "new data earlier when --fs-reserve leaves more room"));
+  }
+
   const std::string path_;
-  const int fd_;  // kept for Deallocate
+  const int fd_;  // kept for Deallocate and AllocatedRanges
+  const bool regular_file_;
   std::unique_ptr<nvme::Device> device_;
   std::atomic<bool> flush_failed_{false};
 };
@@ -211,7 +252,8 @@ absl::StatusOr<std::unique_ptr<Namespace>> OpenNvmeNamespace(const std::string& 
     ::close(fd);
     return device.status();
   }
-  return std::unique_ptr<Namespace>(new NvmeNamespace(path, fd, *std::move(device)));
+  return std::unique_ptr<Namespace>(
+      new NvmeNamespace(path, fd, S_ISREG(st.st_mode), *std::move(device)));
 }
 
 }  // namespace ecd::store

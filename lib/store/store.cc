@@ -223,6 +223,13 @@ absl::Status Store::Init() {
   }
   if (absl::Status s = OpenCatalog(); !s.ok()) return s;
   if (options_.on_catalog_commit) catalog_->SetCommitObserver(options_.on_catalog_commit);
+  space_ = std::make_shared<FsSpace>(options_.fs_reserve_bytes,
+                                     options_.fs_stat ? options_.fs_stat : StatFileSystem);
+  if (absl::Status s =
+          space_->SetCatalog((std::filesystem::path(options_.data_dir) / "catalog.db").string());
+      !s.ok()) {
+    return s;
+  }
   // The catalog's files (and devices/) may be new: make their directory entries durable.
   if (absl::Status s =
           SyncParentDir((std::filesystem::path(options_.data_dir) / "catalog.db").string());
@@ -303,7 +310,10 @@ absl::Status Store::Init() {
     }
   }
   if (absl::Status s = LabelDevices(); !s.ok()) return s;
-  return PrepareRecordLogs();
+  if (absl::Status s = PrepareRecordLogs(); !s.ok()) return s;
+  // After the record logs have their regions: every LBA still free is punched.
+  ReclaimFreeSpace();
+  return absl::OkStatus();
 }
 
 // The stripe-memory budget, and the DMA arena, made before any device opens so that each one
@@ -528,13 +538,13 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
     for (auto& f : in_flight) {
       f->started.wait();  // The engine still uses the buffer, then the writes do.
       (void)f->write.Finish();
-      FreeExtents(f->blocks);
+      DiscardExtents(f->blocks);
     }
     std::vector<BlockRecord> stored;
     (void)catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) { stored.push_back(b); });
     absl::Status deleted = catalog_->DeleteObject(object.id);
-    if (deleted.ok()) FreeExtents(stored);  // Else they stay used until the next start.
-    FreeExtents(records);
+    if (deleted.ok()) DiscardExtents(stored);  // Else they stay used until the next start.
+    DiscardExtents(records);
     return status;
   };
   // Waits for the oldest stripe's parity and writes; its buffer is free again.
@@ -811,7 +821,7 @@ absl::StatusOr<int> Store::RebuildInBuffer(const std::shared_ptr<const ec::Codec
 
 absl::StatusOr<BlockRecord> Store::AllocateCopy(absl::string_view object, const BlockRecord& old,
                                                 std::map<uint32_t, int>& occupied,
-                                                bool allow_same_device) {
+                                                bool allow_same_device, SpaceUse use) {
   std::lock_guard lock(mu_);
   --occupied[old.device];  // The block leaves its old extent.
   auto eligible = [&](const Device& d) {
@@ -832,6 +842,13 @@ absl::StatusOr<BlockRecord> Store::AllocateCopy(absl::string_view object, const 
   for (Device* d : candidates) {
     std::optional<uint64_t> lba = d->allocator.Allocate(old.lba_count);
     if (!lba) continue;
+    const ClaimedExtent claim{d->record.id, *lba, old.lba_count,
+                              static_cast<uint64_t>(old.lba_count) * d->record.lba_size};
+    if (absl::Status s = space_->Claim({&claim, 1}, use); !s.ok()) {
+      (void)d->allocator.Free(*lba, old.lba_count);
+      ++occupied[old.device];
+      return s;
+    }
     BlockRecord fresh = old;
     fresh.device = d->record.id;
     fresh.lba = *lba;
@@ -887,8 +904,8 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   uint64_t unflushed = 0;  // Bytes written since the last flush (FlushEvery).
   // Nothing uncommitted is in the catalog, so giving back the new extents undoes everything.
   auto abandon = [&](absl::Status status) -> absl::Status {
-    FreeExtents(replaced);
-    FreeExtents(added);
+    DiscardExtents(replaced);
+    DiscardExtents(added);
     return status;
   };
   const uint64_t limit = append ? std::numeric_limits<uint64_t>::max() : object.size;
@@ -1079,6 +1096,17 @@ absl::Status Store::PlaceStripe(const ObjectRecord& object, uint64_t stripe,
                      lbas * options_.lba_size, " free bytes each, only ", got,
                      " have it; delete objects or add devices"));
   }
+  // The devices have the LBAs; their file systems must have the bytes.
+  std::vector<ClaimedExtent> claims;
+  for (size_t i = first; i < records.size(); ++i) {
+    claims.push_back({records[i].device, records[i].lba, lbas, lbas * options_.lba_size});
+  }
+  if (absl::Status s = space_->Claim(claims, SpaceUse::kNewData); !s.ok()) {
+    std::vector<BlockRecord> placed(records.begin() + first, records.end());
+    records.resize(first);
+    FreeExtents(placed);
+    return s;
+  }
   return absl::OkStatus();
 }
 
@@ -1193,9 +1221,17 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
   std::lock_guard lock(mu_);
   for (const BlockRecord& b : blocks) {
     if (b.device >= devices_.size()) continue;
+    space_->Release(b.device, b.lba, b.lba_count);
     absl::Status s = devices_[b.device]->allocator.Free(b.lba, b.lba_count);
     if (!s.ok()) Log(LogLevel::kError, "device %d: %s", b.device, s.message());
   }
+}
+
+void Store::DiscardExtents(absl::Span<const BlockRecord> blocks) {
+  for (const BlockRecord& b : blocks) {
+    if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) ns->Deallocate(b.lba, b.lba_count);
+  }
+  FreeExtents(blocks);
 }
 
 void Store::StartReads(const ObjectRecord& object, BlockReads& reads) {
@@ -1820,7 +1856,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         if (io == nullptr) return absl::OkStatus();
         absl::Status s = io->Finish();
         io.reset();
-        if (s.ok()) return s;
+        if (s.ok() || IsFileSystemFull(s)) return s;
         return absl::UnavailableError(absl::StrCat(
             "writing a rebuilt block of \"", name, "\" failed (", s.message(),
             "); nothing of this batch was committed and no data was lost. Check the devices "
@@ -1828,7 +1864,7 @@ absl::StatusOr<RecoverProgress> Store::Recover(
       };
       auto abandon = [&](absl::Status s) {
         for (std::unique_ptr<BlockIo>& io : writes) (void)finish_writes(io);
-        FreeExtents(replaced);
+        DiscardExtents(replaced);
         return s;
       };
       std::vector<std::vector<const BlockRecord*>> stripes;
@@ -1937,12 +1973,15 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           BlockRecord old = *by_index[i];
           // Prefer the block's own device (copy-on-write) unless it is being evicted.
           absl::StatusOr<BlockRecord> placed =
-              AllocateCopy(name, old, occupied, /*allow_same_device=*/!forced);
+              AllocateCopy(name, old, occupied, /*allow_same_device=*/!forced, SpaceUse::kRepair);
           if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
-            no_space = absl::ResourceExhaustedError(absl::StrCat(
-                "no online device outside stripe ", stripe, " has ", lbas * options_.lba_size,
-                " free bytes for a rebuilt block; add or repair devices and run recover again"));
-            if (absl::IsFailedPrecondition(placed.status())) no_space = placed.status();
+            no_space = IsFileSystemFull(placed.status()) || absl::IsFailedPrecondition(placed.status())
+                           ? placed.status()
+                           : absl::ResourceExhaustedError(absl::StrCat(
+                                 "no online device outside stripe ", stripe, " has ",
+                                 lbas * options_.lba_size,
+                                 " free bytes for a rebuilt block; add or repair devices and run "
+                                 "recover again"));
             continue;
           }
           BlockRecord fresh = *placed;

@@ -43,6 +43,7 @@
 #include "lib/store/catalog.h"
 #include "lib/store/device_label.h"
 #include "lib/store/extent_allocator.h"
+#include "lib/store/fs_space.h"
 #include "lib/store/io_batch.h"
 #include "lib/store/memory_budget.h"
 #include "lib/store/namespace.h"
@@ -121,6 +122,16 @@ struct StoreOptions {
   bool start_with_missing_devices = false;
   // A device whose writes fail this many times in a row (no success between) goes down.
   uint32_t write_errors_to_down = 4;
+  // Bytes kept free on each file system holding the catalog or a namespace file. The namespace
+  // files are sparse, so the devices' free LBAs overstate what the disk holds: every new block
+  // is claimed against the file system's real free space first (FsSpace), and an encode or
+  // update that would leave less than this is refused (ResourceExhausted) before it writes; a
+  // repair may use half of it. What is left is for the catalog (the WAL of a delete), so that
+  // deletes and restarts work on a file system that is otherwise full.
+  uint64_t fs_reserve_bytes = uint64_t{256} << 20;
+  // Reads a file system's size and free bytes (empty: statvfs, StatFileSystem); tests make the
+  // file system smaller than it is.
+  std::function<absl::StatusOr<FsStat>(const std::string& path)> fs_stat;
   // Metrics hooks, each may be empty; called on the thread doing the work, so they must be
   // cheap and thread-safe. Every EC task with its kind and latency (ec::EngineOptions), and
   // every catalog commit with its duration (Catalog::SetCommitObserver).
@@ -355,6 +366,10 @@ class Store {
   }
 
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
+  // The file systems holding the catalog and the namespace files: their size, free bytes, the
+  // reserve and the bytes promised to writes in progress. Never fails (a file system that cannot
+  // be stat'ed shows 0 bytes).
+  std::vector<FileSystemUsage> FileSystems() const { return space_->Usage(); }
   CatalogStats catalog_stats() const { return catalog_->stats(); }
   // The stripe buffers' budget (its limit, what is reserved and waiting), for metrics.
   const MemoryBudget& memory_budget() const { return *budget_; }
@@ -589,12 +604,14 @@ class Store {
   // Allocates a new extent for a rewritten block `old`: on its own device if that is online and
   // has room, else on the emptiest online device with `occupied` 0 (a device holding no other
   // block of the stripe). With !allow_same_device the block must leave its device (evacuation).
-  // Updates `occupied`. FailedPrecondition when every online device holds a block of the stripe
-  // (none is outside it); ResourceExhausted when none outside it has room. `object` names the
-  // block's object in the message.
+  // The extent is claimed on its file system for `use` (FsSpace::Claim). Updates `occupied`.
+  // FailedPrecondition when every online device holds a block of the stripe (none is outside
+  // it); ResourceExhausted when none outside it has room, or (IsFileSystemFull) when its file
+  // system is full. `object` names the block's object in the message.
   absl::StatusOr<BlockRecord> AllocateCopy(absl::string_view object, const BlockRecord& old,
                                            std::map<uint32_t, int>& occupied,
-                                           bool allow_same_device = true);
+                                           bool allow_same_device = true,
+                                           SpaceUse use = SpaceUse::kNewData);
   // Online or failing: read from (and, online, written to).
   bool DeviceOnline(uint32_t id);
   bool DeviceDown(uint32_t id);
@@ -650,7 +667,16 @@ class Store {
   // A free region of `d` for a new record log; empty when none fits.
   RecordLogPlace AllocateRecordLog(Device& d);
   void CountStripes(uint32_t parity, int64_t delta);
+  // Returns extents to their devices' allocators and ends their space claims.
   void FreeExtents(absl::Span<const BlockRecord> blocks);
+  // FreeExtents of extents that may hold bytes no catalog row points at (a write that failed, or
+  // a request that did not commit), punched first (Deallocate) on devices that are online or
+  // failing, so that the file system gets the space back. REQUIRES: no write to them in flight.
+  void DiscardExtents(absl::Span<const BlockRecord> blocks);
+  // Start-up: punches every free extent of an open device that still takes space in its
+  // namespace file (writes a crash or a power cut left behind, an encode dropped at start-up,
+  // deletes whose punch did not happen), found with Namespace::AllocatedRanges.
+  void ReclaimFreeSpace();
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
                                       bool per_stripe, const std::function<bool()>& cancelled = {});
 
@@ -663,6 +689,10 @@ class Store {
   std::unique_ptr<ec::Engine> engine_;
   std::unique_ptr<MemoryBudget> budget_;  // Made by Init, once the devices are known.
   std::unique_ptr<Catalog> catalog_;
+
+  // Claims on the file systems under the data dir; made by Init before any device opens, shared
+  // with every device's namespace (which ends a claim when its write completes).
+  std::shared_ptr<FsSpace> space_;
 
   std::mutex state_mu_;  // Serializes SetDeviceState calls.
   std::mutex mu_;        // Guards devices_' state, namespaces and allocators, and codecs_.

@@ -39,6 +39,9 @@ absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord&
   absl::StatusOr<std::unique_ptr<Namespace>> ns =
       options_.namespace_factory(path, r.size_bytes, r.lba_size, create);
   if (!ns.ok()) return ns.status();
+  // Its file system, for the space claims of its new extents; each write's completion ends them.
+  space_->SetDevice(r.id, path);
+  *ns = ReleaseClaimsOnWrite(*std::move(ns), space_, r.id);
   if ((*ns)->lba_count() * r.lba_size < r.size_bytes) {
     return absl::FailedPreconditionError(absl::StrCat(
         "its namespace holds ", (*ns)->lba_count() * r.lba_size, " bytes, fewer than the ",
@@ -309,6 +312,8 @@ Namespace::Done Store::TrackWrite(uint32_t device, Namespace::Done done) {
     Device& d = *devices_[device];
     if (s.ok()) {
       d.write_errors_in_a_row.store(0, std::memory_order_relaxed);
+    } else if (IsFileSystemFull(s)) {
+      // The file system under it is full: the device is not at fault.
     } else if (d.write_errors_in_a_row.fetch_add(1, std::memory_order_relaxed) + 1 ==
                options_.write_errors_to_down) {
       NotifyRepair();
