@@ -159,15 +159,15 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-// A duration as operators write it: "10m", "30s", "1h30m", "0". InvalidArgument for anything
-// else, and for a negative or infinite one.
-absl::StatusOr<absl::Duration> ParseDelay(const std::string& text) {
+// A duration as operators write it: "10m", "30s", "1h30m", "0" (which means `zero`, for the
+// message). InvalidArgument for anything else, and for a negative or infinite one.
+absl::StatusOr<absl::Duration> ParseDelay(const std::string& text,
+                                          absl::string_view zero = "at once") {
   absl::Duration d;
   if (!absl::ParseDuration(text, &d) || d == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", text,
-                     "\" is not a duration; write a number with a unit, e.g. 30s, 10m or 1h (0: at "
-                     "once)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", text,
+        "\" is not a duration; write a number with a unit, e.g. 30s, 10m or 1h (0: ", zero, ")"));
   }
   if (d < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is negative"));
@@ -372,20 +372,19 @@ int Main(int argc, char** argv) {
     return Fail("--log-level must be debug, info, warn or error");
   }
 
-  absl::StatusOr<absl::Duration> connection_idle = ParseDelay(f.max_connection_idle);
+  absl::StatusOr<absl::Duration> connection_idle = ParseDelay(f.max_connection_idle, "never");
   if (!connection_idle.ok()) {
     return Fail(absl::StrCat("--max-connection-idle: ", connection_idle.status().message()));
   }
   if (*connection_idle > absl::Milliseconds(INT32_MAX)) {
-    return Fail("--max-connection-idle must be at most 24d");
+    return Fail("--max-connection-idle must be at most 596h (24 days)");
   }
-  absl::StatusOr<absl::Duration> stream_idle = ParseDelay(f.stream_idle_timeout);
+  absl::StatusOr<absl::Duration> stream_idle = ParseDelay(f.stream_idle_timeout, "never");
   if (!stream_idle.ok()) {
     return Fail(absl::StrCat("--stream-idle-timeout: ", stream_idle.status().message()));
   }
   // gRPC's log lines go to ecd's, and tell the server's watchdog when a listener stops.
   ecd::daemon::InstallGrpcLog();
-  RaiseDescriptorLimit();
 
   // Signals are taken by one thread with sigwait; block them before any thread starts
   // (gRPC starts its own threads when the listener credentials are made).
@@ -420,6 +419,9 @@ int Main(int argc, char** argv) {
     ecd::Log(ecd::LogLevel::kWarning,
              "no --tokens-file: every client that reaches %s may call every RPC", f.listen);
   }
+
+  // Every gRPC connection holds a descriptor, and so do the store's devices.
+  RaiseDescriptorLimit();
 
   // Before the store: the store's hooks count into it until the store is gone.
   ecd::daemon::DaemonMetrics metrics(ECD_VERSION);

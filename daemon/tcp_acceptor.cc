@@ -302,8 +302,8 @@ void TcpAcceptor::Accepted(int fd, std::string peer) {
     if (max_connections_ != 0 && connections_.size() >= max_connections_) {
       ++stats_.refused_at_limit;
       not_accepting_ = absl::StrCat(connections_.size(),
-                                    " gRPC TCP connections are open, the limit "
-                                    "(--max-connections); new ones are closed at once");
+                                    " gRPC TCP connections are open, as many as "
+                                    "--max-connections allows; new ones are closed at once");
       if (NowMs() - last_log_ms_ >= kLogEveryMs) {
         last_log_ms_ = NowMs();
         Log(LogLevel::kWarning,
