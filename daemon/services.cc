@@ -6,6 +6,7 @@
 #include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -42,9 +43,13 @@ grpc::Status Stopped(const grpc::ServerContext* context, absl::string_view what)
 }
 
 // The store's answer to a call, or Stopped when the call ended because the client went away.
+// DeadlineExceeded is kept as it is: the call's deadline passed while it waited, or ecd
+// cancelled a stalled stream (StreamIdleTimer), which told the client so in these words.
 grpc::Status Finish(const grpc::ServerContext* context, const absl::Status& s,
                     absl::string_view what) {
-  if (!s.ok() && context->IsCancelled()) return Stopped(context, what);
+  if (!s.ok() && !absl::IsDeadlineExceeded(s) && context->IsCancelled()) {
+    return Stopped(context, what);
+  }
   return ToGrpc(s);
 }
 
@@ -278,6 +283,14 @@ class ReadStreamSink final : public store::ByteSink {
     return absl::OkStatus();
   }
 
+  // The status the call ended with for its client when the idle timer cancelled it (its client
+  // took no data for --stream-idle-timeout), whatever the read returned; else nothing.
+  std::optional<grpc::Status> IdleStatus() const {
+    if (!idle_status_.load()) return std::nullopt;
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        idle_->Message(what_, StreamIdleTimer::kTaking));
+  }
+
   absl::Status WritePinned(absl::Span<const uint8_t> data, uint32_t reconstructed,
                            const std::shared_ptr<const void>& pin) override {
     if (data.size() < kPinAtLeast) return Write(data, reconstructed);
@@ -390,7 +403,9 @@ class ReadStreamSink final : public store::ByteSink {
   // Writes `message` to the stream, timed as a wait for the client; false when the call is gone.
   bool Write(const grpc::ByteBuffer& message) {
     StreamIdleTimer::Waiting wait(idle_, context_, what_, StreamIdleTimer::kTaking);
-    return stream_->Write(message);
+    const bool ok = stream_->Write(message);
+    if (wait.Done()) idle_status_.store(true);
+    return ok;
   }
 
   // Stops the sender thread, dropping a message that waits for it; returns once the thread has
@@ -432,6 +447,7 @@ class ReadStreamSink final : public store::ByteSink {
   Streamer* const stream_;
   StreamIdleTimer* const idle_;
   const char* const what_;
+  std::atomic<bool> idle_status_{false};  // The idle timer cancelled the call.
   v1::ReadResponse fields_;               // Every field but data, for the next message.
   std::vector<grpc::Slice> parts_;        // The next message's data so far, in order.
   std::optional<grpc_slice> copy_;        // Where Write copies to (kReadChunk bytes).
@@ -552,6 +568,7 @@ grpc::Status ObjectsService::ReadFromBytes(
   ReadStreamSink sink(context, stream, idle_, "read");
   absl::Status s =
       store_->Read(request.name(), request.offset(), request.length(), sink, InterruptOf(context));
+  if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
   return Finish(context, s, "the read stopped");
 }
 
@@ -599,6 +616,7 @@ grpc::Status ObjectsService::GetBlockFromBytes(
   ReadStreamSink sink(context, stream, idle_, "block get");
   absl::Status s = store_->GetBlock(request.name(), request.stripe(), request.index(), sink,
                                     InterruptOf(context));
+  if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
   return Finish(context, s, "the read stopped");
 }
 

@@ -5,7 +5,8 @@
 // messages ReadStreamSink builds and its sender thread writes carry the object's bytes in order,
 // and a client that leaves in the middle of a read leaves the service able to serve the next.
 // Devices and Rebuilds, over a real store and repair planner: Replace, SetState's refusals, the
-// fields of a down device, SetRepair and the repair's status.
+// fields of a down device, SetRepair and the repair's status. The stream idle timer cancels a
+// client that sends nothing, naming --stream-idle-timeout.
 #include "daemon/services.h"
 
 #include <grpcpp/generic/generic_stub.h>
@@ -103,6 +104,73 @@ TEST_F(RawRequestTest, TheServiceStaysUpAfterMalformedStreams) {
   bad_matrix.mutable_header()->set_matrix(static_cast<v1::MatrixType>(99));
   ExpectRefused(Stream("/ecd.v1.Objects/Encode", {bad_matrix.SerializeAsString()}),
                 "unknown matrix type 99");
+}
+
+// The stream idle timer on the wire: a client that opens an Encode and sends nothing is
+// cancelled after the timeout with a status naming the flag; one that sends within it is not.
+class StreamIdleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    objects_.SetStreamIdleTimer(&idle_);
+    builder_.RegisterService(&objects_);
+    server_ = builder_.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = std::make_unique<grpc::GenericStub>(server_->InProcessChannel({}));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
+  // Opens an Encode stream, waits `pause`, then sends `first` (if not empty) and half-closes.
+  grpc::Status EncodeAfter(absl::Duration pause, const std::string& first) {
+    grpc::ClientContext context;
+    grpc::CompletionQueue cq;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        stub_->PrepareCall(&context, "/ecd.v1.Objects/Encode", &cq);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    absl::SleepFor(pause);
+    if (!first.empty()) {
+      grpc::Slice slice(first);
+      grpc::ByteBuffer buffer(&slice, 1);
+      call->Write(buffer, reinterpret_cast<void*>(2));
+      EXPECT_TRUE(cq.Next(&tag, &ok));
+    }
+    call->WritesDone(reinterpret_cast<void*>(3));
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(4));
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    return status;
+  }
+
+  StreamIdleTimer idle_{absl::Milliseconds(300)};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}};
+  grpc::ServerBuilder builder_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::GenericStub> stub_;
+};
+
+TEST_F(StreamIdleTest, AStreamThatSendsNothingIsCancelledNamingTheFlag) {
+  const absl::Time start = absl::Now();
+  const grpc::Status s = EncodeAfter(absl::Seconds(2), "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_EQ(s.error_message(),
+            "ecd cancelled the encode: the client sent nothing for 300ms (--stream-idle-timeout)");
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+  EXPECT_EQ(idle_.cancelled_calls(), 1u);
+}
+
+TEST_F(StreamIdleTest, AStreamThatSendsInTimeIsNotCancelled) {
+  // Its header reaches the handler's own checks (an unknown matrix type, before the store).
+  v1::EncodeRequest bad_matrix;
+  bad_matrix.mutable_header()->set_name("x");
+  bad_matrix.mutable_header()->set_matrix(static_cast<v1::MatrixType>(99));
+  ExpectRefused(EncodeAfter(absl::Milliseconds(100), bad_matrix.SerializeAsString()),
+                "unknown matrix type 99");
+  EXPECT_EQ(idle_.cancelled_calls(), 0u);
 }
 
 // Reads the next response of a Read call. Under ThreadSanitizer the client's reads of it are not

@@ -331,6 +331,12 @@ def stalled(idle):
         fail("ecd_stream_idle_cancels_total is %s, expected at least 25" % cancels)
     wait_for("no call left in flight", lambda: metric("ecd_inflight_requests") == 0, 5)
     ok("ecd_stream_idle_cancels_total %d, ecd_inflight_requests 0" % cancels)
+    counted = metric('ecd_rpc_requests_total{method="ecd.v1.Objects/Encode",'
+                     'code="DEADLINE_EXCEEDED"}') or 0
+    if counted < 24:
+        fail("ecd_rpc_requests_total counts %d encodes as DEADLINE_EXCEEDED, not 24" % counted)
+    ok("ecd_rpc_requests_total counts the cancelled encodes as DEADLINE_EXCEEDED, as their "
+       "clients saw them")
     channel.close()
 
 
