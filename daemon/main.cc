@@ -624,8 +624,8 @@ int Main(int argc, char** argv) {
     grpc::ServerBuilder builder;
     if (!own_tcp) builder.AddListeningPort(grpc_listen, *listen_credentials, tcp_port);
     if (!f.unix_socket.empty()) {
-      std::remove(
-          f.unix_socket.c_str());  // A socket left by an earlier run (the data dir is ours).
+      // A socket left by an earlier run (the data dir is ours).
+      std::remove(f.unix_socket.c_str());
       builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
                                grpc::InsecureServerCredentials());
     }
@@ -741,6 +741,9 @@ int Main(int argc, char** argv) {
   });
   serving->Wait();
   waiter.join();
+  // The metrics endpoint reads the server and the idle timer (and /readyz the server): it stops
+  // first.
+  http.reset();
   serving.reset();
   // The rest stops in reverse order of construction as Main returns: the CXL monitor and the
   // policy, the scrubber and the repair planner (each finishing its current batch), then the

@@ -242,6 +242,8 @@ void TcpAcceptor::SweepLocked() {
 
 void TcpAcceptor::Run() {
   while (!stopping_.load()) {
+    // The reserve could not be taken back after a shortage: try again.
+    if (reserve_ < 0) reserve_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     bool short_of_descriptors;
     {
       std::lock_guard lock(mu_);
