@@ -885,6 +885,9 @@ absl::StatusOr<BlockRecord> Store::AllocateCopy(const BlockRecord& old,
 absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offset,
                                            ByteSource& data, bool append,
                                            const Interrupt& interrupt) {
+  // The object's lock and the stripes' memory are taken once the source has bytes: a source
+  // that sends nothing holds neither.
+  if (absl::StatusOr<bool> more = data.Await(); !more.ok()) return more.status();
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true, interrupt);
   if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
@@ -903,9 +906,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   if (!codec.ok()) return codec.status();
   const uint64_t bs = object.block_size;
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
-  // `old` holds a stripe's current blocks as read; `fresh` its new data and parity blocks. Their
-  // memory is taken once the source has bytes: a source that sends nothing holds none.
-  if (absl::StatusOr<bool> more = data.Await(); !more.ok()) return more.status();
+  // `old` holds a stripe's current blocks as read; `fresh` its new data and parity blocks.
   absl::StatusOr<StripeSet> buffers = AllocateStripes({width, width}, bs, 0, interrupt);
   if (!buffers.ok()) return buffers.status();
   StripeBuffer& old = (*buffers)[0];

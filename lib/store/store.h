@@ -302,8 +302,9 @@ class Store {
   // is flushed, and one catalog transaction switches the blocks, size, stripe count and version
   // (+1); then the old extents are freed. A crash or error at any point leaves the old version
   // whole and its new extents free. n == 0 changes nothing (the version stays). Holds the
-  // object's lock exclusively: readers see the old or the new version, never a mix. Memory: two
-  // stripes, reserved once `data` has bytes (ByteSource::Await). NotFound; OutOfRange for an
+  // object's lock exclusively: readers see the old or the new version, never a mix; the lock
+  // and the memory (two stripes) are taken once `data` has bytes (ByteSource::Await), so that a
+  // source that delivers nothing holds neither. NotFound; OutOfRange for an
   // offset past the end, or for bytes past the end without `append`; DataLoss if a touched
   // stripe cannot be read; ResourceExhausted when space runs out; DeadlineExceeded or Cancelled
   // when `interrupt` fires while it waits for the lock or for memory.

@@ -697,22 +697,25 @@ TEST_F(StoreTest, StatVerifyStopsWhenCancelled) {
   EXPECT_EQ(done->object.size, 100000u);
 }
 
-// A source whose Await blocks until Release, then delivers `data`: an update that holds its
-// object's lock while its client sends nothing.
+// A source that delivers nothing until Release, then `data`: it waits in Await when
+// `in_await` (a client that sent a header and nothing yet: the update has taken nothing), else
+// in its first Read (a client that stopped mid-stream: the update holds its object's lock and
+// its memory).
 class WaitingSource : public ByteSource {
  public:
-  explicit WaitingSource(const std::vector<uint8_t>& data) : inner_(data) {}
-  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override { return inner_.Read(buffer); }
+  WaitingSource(const std::vector<uint8_t>& data, bool in_await)
+      : inner_(data), in_await_(in_await) {}
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    if (!in_await_) Wait();
+    return inner_.Read(buffer);
+  }
   absl::StatusOr<bool> Await() override {
-    std::unique_lock lock(mu_);
-    awaiting_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [this] { return released_; });
+    if (in_await_) Wait();
     return true;
   }
-  void WaitUntilAwaiting() {
+  void WaitUntilWaiting() {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return awaiting_; });
+    cv_.wait(lock, [this] { return waiting_; });
   }
   void Release() {
     std::lock_guard lock(mu_);
@@ -721,10 +724,18 @@ class WaitingSource : public ByteSource {
   }
 
  private:
+  void Wait() {
+    std::unique_lock lock(mu_);
+    waiting_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+  }
+
   VectorSource inner_;
+  const bool in_await_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool awaiting_ = false;
+  bool waiting_ = false;
   bool released_ = false;
 };
 
@@ -760,13 +771,13 @@ Interrupt Within(absl::Duration d) { return Interrupt{.deadline = absl::Now() + 
 TEST_F(StoreTest, LockWaitsEndAtTheDeadlineOrWhenTheCallerGoesAway) {
   std::vector<uint8_t> data = RandomBytes(40000, 21);
   ASSERT_TRUE(Put("obj", data).ok());
-  // An update waiting for its data holds the object's exclusive lock, and no stripe memory.
+  // An update whose client stopped mid-stream holds the object's exclusive lock.
   const std::vector<uint8_t> patch = RandomBytes(100, 22);
-  WaitingSource source(patch);
+  WaitingSource source(patch, /*in_await=*/false);
   absl::StatusOr<UpdateResult> updated;
   std::thread update([&] { updated = store_->Update("obj", 10, source, /*append=*/false); });
-  source.WaitUntilAwaiting();
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  source.WaitUntilWaiting();
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 2 * 6 * 4096u);  // Its two stripes.
 
   const absl::Time start = absl::Now();
   absl::StatusOr<ObjectStatus> stat =
@@ -800,6 +811,25 @@ TEST_F(StoreTest, LockWaitsEndAtTheDeadlineOrWhenTheCallerGoesAway) {
   std::copy(patch.begin(), patch.end(), data.begin() + 10);
   EXPECT_EQ(*Get("obj"), data);  // The delete that gave up deleted nothing.
   EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+}
+
+TEST_F(StoreTest, AnUpdateWhoseSourceHasNothingYetHoldsNoLockAndNoMemory) {
+  std::vector<uint8_t> data = RandomBytes(40000, 24);
+  ASSERT_TRUE(Put("obj", data).ok());
+  const std::vector<uint8_t> patch = RandomBytes(100, 25);
+  WaitingSource source(patch, /*in_await=*/true);
+  absl::StatusOr<UpdateResult> updated;
+  std::thread update([&] { updated = store_->Update("obj", 10, source, /*append=*/false); });
+  source.WaitUntilWaiting();
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  absl::StatusOr<ObjectStatus> stat = store_->Stat("obj", false, false, Within(absl::Seconds(5)));
+  EXPECT_TRUE(stat.ok()) << stat.status();  // Not held by the update.
+  EXPECT_EQ(*Get("obj"), data);
+  source.Release();
+  update.join();
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  std::copy(patch.begin(), patch.end(), data.begin() + 10);
+  EXPECT_EQ(*Get("obj"), data);
 }
 
 TEST_F(StoreTest, AWriterThatGivesUpLetsNewReadersIn) {

@@ -18,9 +18,9 @@ Modes (each expects the ecd the test script started for it):
                           consume, are cancelled after --stream-idle-timeout IDLE seconds and
                           give their memory back; another client's encode succeeds meanwhile; a
                           read waiting for memory gives up at its 0.2 s deadline.
-  lock-waiters COUNT      COUNT calls waiting for an object's lock (held by an update that sends
-                          nothing) with a 0.2 s deadline end with DEADLINE_EXCEEDED at once and
-                          leave ecd_inflight_requests at its idle value.
+  lock-waiters COUNT      COUNT calls waiting for an object's lock (held by an update that sent a
+                          byte and then nothing) with a 0.2 s deadline end with DEADLINE_EXCEEDED
+                          at once and leave ecd_inflight_requests at its idle value.
 Prints one "ok:" line per check; exits 1 with a FAIL line on the first check that does not hold.
 """
 
@@ -348,8 +348,8 @@ def lock_waiters(count):
     release = threading.Event()
 
     def update_requests():
-        yield pb.UpdateRequest(header=pb.UpdateHeader(name="locked", offset=0))
-        release.wait()  # Holds the object's lock, sending nothing.
+        yield pb.UpdateRequest(header=pb.UpdateHeader(name="locked", offset=0), data=b"x")
+        release.wait()  # Holds the object's lock, sending nothing more.
     holder = objects.Update.future(update_requests(), timeout=120)
     wait_for("the update holds the lock", lambda: metric("ecd_inflight_requests") == idle + 1, 10)
     kinds = [
