@@ -10,6 +10,8 @@ Modes (each expects the ecd the test script started for it):
   unix-listener COUNT     COUNT idle TCP connections run ecd out of descriptors, then a
                           connection to the Unix socket (gRPC's own listener) kills that
                           listener; ecd restarts its gRPC server and serves on both again.
+  tls-listener COUNT      (ecd with TLS: gRPC runs the TCP listener) COUNT idle TCP connections
+                          kill gRPC's listener; ecd restarts its gRPC server on the same port.
   connection-limit COUNT  COUNT idle TCP connections against --max-connections: the extra ones
                           are closed at once, /readyz says why, the Unix socket still serves;
                           once they are closed a fresh TCP call succeeds.
@@ -210,6 +212,23 @@ def unix_listener(count):
     ok("the restart is counted and /readyz says 200")
 
 
+def tls_listener(count):
+    raise_own_limit()
+    died, restarted = log_count("Failed accept4"), log_count("the gRPC server serves again")
+    conns = open_idle(TCP, count)
+    wait_for("gRPC's TCP listener stops", lambda: log_count("Failed accept4") > died, 10)
+    ok("%d idle TCP connections stopped gRPC's TLS listener: %r" % (count, "Failed accept4"))
+    wait_for("ecd restarts its gRPC server",
+             lambda: log_count("the gRPC server serves again") > restarted, 20)
+    ok("ecd restarted its gRPC server")
+    for s in conns:
+        s.close()
+    if metric('ecd_listener_recoveries_total{how="rebuild"}') < 1:
+        fail("the server restart was not counted")
+    wait_for("/readyz says ready", lambda: readyz()[0] == 200, 10)
+    ok("the restart is counted and /readyz says 200")
+
+
 def connection_limit(count):
     raise_own_limit()
     conns = open_idle(TCP, count)
@@ -404,6 +423,8 @@ if MODE == "descriptors":
     descriptors(int(ARGS[0]), float(ARGS[1]))
 elif MODE == "unix-listener":
     unix_listener(int(ARGS[0]))
+elif MODE == "tls-listener":
+    tls_listener(int(ARGS[0]))
 elif MODE == "connection-limit":
     connection_limit(int(ARGS[0]))
 elif MODE == "stalled":

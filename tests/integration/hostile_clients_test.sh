@@ -4,7 +4,8 @@
 #  - Under an open-files limit of 256 (soft and hard: `prlimit --nofile=256:256`, so that ecd
 #    cannot raise it), 300 idle TCP connections run ecd out of descriptors; ecd closes them
 #    itself after --max-connection-idle, and a fresh call succeeds. Then the same on the Unix
-#    socket, whose accept loop is gRPC's: it dies, and ecd restarts its gRPC server.
+#    socket, whose accept loop is gRPC's: it dies, and ecd restarts its gRPC server. With TLS,
+#    gRPC runs the TCP listener too: it dies the same way and ecd restarts on the same port.
 #  - With the default --max-connections under that limit, the connections past it are closed at
 #    once, /readyz says why, the Unix socket still serves.
 #  - ecd raises its soft limit to the hard one (`--nofile=256:1024`, when the test's own hard
@@ -54,6 +55,30 @@ hostile unix-listener 300
 ecctl ls >/dev/null
 "$ECTL" --addr "unix:$WORK/ecd.sock" device ls >/dev/null
 echo "   ok: ecctl ls and device ls over the Unix socket"
+stop_ecd
+
+step "TLS: gRPC's own TCP listener dies of 300 idle connections; ecd restarts on the same port"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+  -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/tls.key" -out "$WORK/tls.pem" 2>/dev/null
+rm -f "$WORK/port" "$WORK/metrics_port"
+# Not start_ecd: its readiness probe speaks plaintext.
+"$ECD" --data-dir "$WORK/data" --devices 8 --device-size 256M --listen 127.0.0.1:0 \
+  --port-file "$WORK/port" --metrics-listen 127.0.0.1:0 --metrics-port-file "$WORK/metrics_port" \
+  --unix-socket none --tls-cert "$WORK/tls.pem" --tls-key "$WORK/tls.key" \
+  --max-connection-idle 3s >>"$WORK/ecd.log" 2>&1 &
+ECD_PID=$!
+for _ in $(seq 1 150); do
+  [ -s "$WORK/port" ] && [ -s "$WORK/metrics_port" ] && break
+  kill -0 "$ECD_PID" 2>/dev/null || fail "ecd exited during start-up"
+  sleep 0.1
+done
+ADDR="127.0.0.1:$(cat "$WORK/port")"
+METRICS="127.0.0.1:$(cat "$WORK/metrics_port")"
+tls() { "$ECTL" --addr "$ADDR" --tls-ca "$WORK/tls.pem" --timeout 10 "$@"; }
+tls device ls >/dev/null
+hostile tls-listener 300
+tls device ls >/dev/null
+echo "   ok: ecctl over TLS on port $(cat "$WORK/port") again"
 stop_ecd
 
 step "256 descriptors and the default --max-connections: the connections past it are refused"
