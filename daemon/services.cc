@@ -377,7 +377,7 @@ class ReadStreamSink final : public store::ByteSink {
     parts_.clear();
     filled_ = 0;
     fields_.Clear();
-    const auto write_here = [&] { return Write(message) ? absl::OkStatus() : GoneError(); };
+    const auto write_here = [&] { return WriteMessage(message) ? absl::OkStatus() : GoneError(); };
     if (!sent_any_ || inline_) {
       sent_any_ = true;
       return write_here();
@@ -401,7 +401,7 @@ class ReadStreamSink final : public store::ByteSink {
   }
 
   // Writes `message` to the stream, timed as a wait for the client; false when the call is gone.
-  bool Write(const grpc::ByteBuffer& message) {
+  bool WriteMessage(const grpc::ByteBuffer& message) {
     StreamIdleTimer::Waiting wait(idle_, context_, what_, StreamIdleTimer::kTaking);
     const bool ok = stream_->Write(message);
     if (wait.Done()) idle_status_.store(true);
@@ -431,7 +431,7 @@ class ReadStreamSink final : public store::ByteSink {
       writing_ = true;
       lock.unlock();
       changed_.notify_all();
-      const bool ok = Write(message);
+      const bool ok = WriteMessage(message);
       lock.lock();
       writing_ = false;
       if (!ok) {
