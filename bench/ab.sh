@@ -3,7 +3,8 @@
 # round starts each build on a fresh data dir (12 devices), encodes the file (8+3, 1 MiB
 # blocks), reads it twice to /dev/null (the second read is timed, after dropping the page
 # cache as root), reads it once more with 3 devices failed, brings them back and times a rebuild
-# (`ecctl recover --missing-only`) after failing one other device, then stops it. Rounds alternate A
+# (`ecctl recover --missing-only`) after failing one other device, encodes SMALL (default 200)
+# files of 4 KiB (4+2, 4 KiB blocks, 4 clients at once) and times them, then stops it. Rounds alternate A
 # and B, so that the machine's drift falls on both. It prints MB/s per round and the ratio of
 # B's median to A's for each phase. For a change to ecd's data path, before and after.
 #
@@ -17,6 +18,7 @@
 #   --size        bytes of the generated file (default 1G; a multiple of 1 MiB)
 #   --dir         where the data dirs go (default /var/tmp); the file goes to /dev/shm
 #   --ecd-arg     an extra flag for both builds (repeatable)
+#   --small       small objects encoded per round (default 200; 0: none)
 # Exit: 0 done; 1 a command failed or the bytes read back differ.
 set -euo pipefail
 shopt -s inherit_errexit  # A failed command inside $(run ...) ends the round too.
@@ -35,6 +37,7 @@ ROUNDS=3
 SIZE_TEXT=1G
 BASE=/var/tmp
 ECD_ARGS=()
+SMALL=200
 while [ $# -gt 0 ]; do
   case $1 in
   --ecctl) ECTL=$2; shift 2 ;;
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
   --size) SIZE_TEXT=$2; shift 2 ;;
   --dir) BASE=$2; shift 2 ;;
   --ecd-arg) ECD_ARGS+=("$2"); shift 2 ;;
+  --small) SMALL=$2; shift 2 ;;
   *) die "unknown option $1" ;;
   esac
 done
@@ -76,7 +80,19 @@ rebuild_mbps() {
 print('%.0f' % (int(d['bytes_rebuilt']) * 8 / 1e6 / (float(sys.argv[2]) - float(sys.argv[1]))))" "$@"
 }
 
-# run BIN ECCTL: prints "encode read degraded rebuild" MB/s of one round.
+# small ECCTL...: encodes $SMALL files of 4 KiB, 4 clients at once; prints objects/s.
+small() {
+  [ "$SMALL" -gt 0 ] || { echo 0; return; }
+  head -c 4096 /dev/urandom >"$WORK/small"
+  local t0 t1
+  t0=$(now)
+  seq 1 "$SMALL" | xargs -P 4 -I{} "$@" encode "$WORK/small" --name "small{}" --data 4 --parity 2 \
+    --block-size 4K >/dev/null
+  t1=$(now)
+  python3 -c "import sys; print('%.0f' % ($SMALL / (float(sys.argv[2]) - float(sys.argv[1]))))" "$t0" "$t1"
+}
+
+# run BIN ECCTL: prints "encode read degraded rebuild small" MB/s (small: objects/s) of one round.
 run() {
   local dir=$WORK/data addr t0 t1 t2 t3 t4 t5 t6 t7 ECTL=$2
   rm -rf "$dir" "$WORK/port"
@@ -120,18 +136,20 @@ run() {
   python3 -c "import json, sys; sys.exit(int(json.load(open(sys.argv[1]))['blocks_rebuilt']) == 0)" \
     "$WORK/recover.json" || die "$1: the rebuild rebuilt nothing"
   [ "$("${ecctl[@]}" read ab -o - 2>/dev/null | cksum)" = "$SUM" ] || die "$1: the bytes read back after the rebuild differ"
+  local objects
+  objects=$(small "${ecctl[@]}")
   kill -TERM "$PID"
   wait "$PID" || die "$1 did not stop cleanly"
   PID=""
-  echo "$(mbps "$t0" "$t1") $(mbps "$t2" "$t3") $(mbps "$t4" "$t5") $(rebuild_mbps "$t6" "$t7" "$WORK/recover.json")"
+  echo "$(mbps "$t0" "$t1") $(mbps "$t2" "$t3") $(mbps "$t4" "$t5") $(rebuild_mbps "$t6" "$t7" "$WORK/recover.json") $objects"
 }
 
 echo "ab: A = $A_ECD, client $ECTL"
 echo "ab: B = $B_ECD, client $B_ECTL"
 echo "ab: $SIZE_TEXT file, 8+3 x 1 MiB, 12 devices, $ROUNDS rounds of A then B"
 echo
-echo "| round | build | encode MB/s | read MB/s | read, 3 devices failed, MB/s | rebuild of 1 device, MB/s x 8 |"
-echo "|---:|---|---:|---:|---:|---:|"
+echo "| round | build | encode MB/s | read MB/s | read, 3 devices failed, MB/s | rebuild of 1 device, MB/s x 8 | 4 KiB encodes/s |"
+echo "|---:|---|---:|---:|---:|---:|---:|"
 A_ROWS=()
 B_ROWS=()
 for r in $(seq 1 "$ROUNDS"); do
@@ -148,8 +166,10 @@ n = int(sys.argv[1])
 rows = [list(map(float, r.split())) for r in sys.argv[2:]]
 a, b = rows[:n], rows[n:]
 print()
-for i, phase in enumerate(["encode", "read", "degraded read", "rebuild x 8"]):
+for i, phase in enumerate(["encode", "read", "degraded read", "rebuild x 8", "4 KiB encodes"]):
     ma = statistics.median(r[i] for r in a)
     mb = statistics.median(r[i] for r in b)
-    print(f"{phase}: median A {ma:.0f}, B {mb:.0f} MB/s, B/A {mb / ma:.2f}")
+    unit = "objects/s" if i == 4 else "MB/s"
+    if ma > 0:
+        print(f"{phase}: median A {ma:.0f}, B {mb:.0f} {unit}, B/A {mb / ma:.2f}")
 PY

@@ -50,9 +50,15 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   });
   HttpEndpoint* self = e.get();
   s.Get("/readyz", [self](const httplib::Request&, httplib::Response& res) {
-    const bool ready = self->ready_.load();
-    res.status = ready ? 200 : 503;
-    res.set_content(ready ? "ready\n" : "not ready\n", "text/plain");
+    if (!self->ready_.load()) {
+      res.status = 503;
+      res.set_content("not ready\n", "text/plain");
+      return;
+    }
+    const std::string why_not = self->why_not_ ? self->why_not_() : "";
+    res.status = why_not.empty() ? 200 : 503;
+    res.set_content(why_not.empty() ? "ready\n" : absl::StrCat("not ready: ", why_not, "\n"),
+                    "text/plain");
   });
   const int bound = port == 0 ? s.bind_to_any_port(host) : (s.bind_to_port(host, port) ? port : -1);
   if (bound <= 0) {

@@ -6,6 +6,7 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -32,6 +33,7 @@
 #include "daemon/catalog_service.h"
 #include "daemon/catalog_tool.h"
 #include "daemon/cxl_service.h"
+#include "daemon/grpc_serving.h"
 #include "daemon/http_server.h"
 #include "daemon/limits.h"
 #include "daemon/metrics.h"
@@ -39,6 +41,8 @@
 #include "daemon/request_parse.h"
 #include "daemon/rpc_metrics.h"
 #include "daemon/services.h"
+#include "daemon/stream_idle.h"
+#include "daemon/tcp_acceptor.h"
 #include "daemon/tls.h"
 #include "lib/nvme/dma_map.h"
 #include "lib/repair/cxl_monitor.h"
@@ -58,6 +62,49 @@ namespace {
 // What --memory-limit keeps back for everything but the store's buffers: gRPC's message and
 // stream buffers, the catalog's page cache, thread stacks and code (docs/limits.md).
 constexpr uint64_t kFixedMemory = 96ull << 20;
+
+// File descriptors kept free beside the gRPC TCP connections when --max-connections is 0 (the
+// default: what the descriptor limit leaves after start-up, less these): for Unix-socket
+// clients, the metrics endpoint, the catalog and gRPC itself (docs/limits.md).
+constexpr uint64_t kDescriptorReserve = 64;
+// The fewest connections the automatic --max-connections allows, however low the limit.
+constexpr uint64_t kMinAutoConnections = 8;
+
+// Raises the soft limit on open files to the hard limit: every gRPC connection holds one.
+// Logs what it did.
+void RaiseDescriptorLimit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur >= r.rlim_max) {
+    ecd::Log(ecd::LogLevel::kInfo, "open files limit (RLIMIT_NOFILE): %d", r.rlim_cur);
+    return;
+  }
+  const rlim_t before = r.rlim_cur;
+  r.rlim_cur = r.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &r) != 0) {
+    ecd::Log(ecd::LogLevel::kWarning, "cannot raise the open files limit from %d to %d: %s", before,
+             r.rlim_max, std::strerror(errno));
+    return;
+  }
+  ecd::Log(ecd::LogLevel::kInfo, "raised the open files limit (RLIMIT_NOFILE) from %d to %d",
+           before, r.rlim_max);
+}
+
+// How many connections --max-connections 0 allows: what the descriptor limit leaves after
+// the descriptors open now, less kDescriptorReserve.
+uint32_t AutoMaxConnections() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
+  uint64_t open = 0;
+  std::error_code error;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    ++open;
+  }
+  const uint64_t limit = r.rlim_cur;
+  const uint64_t left = limit > open + kDescriptorReserve ? limit - open - kDescriptorReserve : 0;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(left, kMinAutoConnections, UINT32_MAX));
+}
 
 struct Flags {
   std::string data_dir = "./var/ecd";
@@ -80,6 +127,9 @@ struct Flags {
   std::string max_stripe_memory = "512M";
   std::string memory_limit = "512M";
   uint32_t max_memory_waiters = 64;
+  std::string max_connection_idle = "5m";
+  std::string stream_idle_timeout = "60s";
+  uint32_t max_connections = 0;
   double memory_wait_seconds = 60;
   std::string log_level = "info";
   int ec_workers = 2;
@@ -121,15 +171,15 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-// A duration as operators write it: "10m", "30s", "1h30m", "0". InvalidArgument for anything
-// else, and for a negative or infinite one.
-absl::StatusOr<absl::Duration> ParseDelay(const std::string& text) {
+// A duration as operators write it: "10m", "30s", "1h30m", "0" (which means `zero`, for the
+// message). InvalidArgument for anything else, and for a negative or infinite one.
+absl::StatusOr<absl::Duration> ParseDelay(const std::string& text,
+                                          absl::string_view zero = "at once") {
   absl::Duration d;
   if (!absl::ParseDuration(text, &d) || d == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"", text,
-                     "\" is not a duration; write a number with a unit, e.g. 30s, 10m or 1h (0: at "
-                     "once)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "\"", text,
+        "\" is not a duration; write a number with a unit, e.g. 30s, 10m or 1h (0: ", zero, ")"));
   }
   if (d < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat("\"", text, "\" is negative"));
@@ -251,6 +301,19 @@ int Main(int argc, char** argv) {
   app.add_option("--memory-wait", f.memory_wait_seconds,
                  "Seconds a request may wait for stripe memory before it is refused")
       ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--max-connection-idle", f.max_connection_idle,
+                 "Close a gRPC connection that has had no call for this long (e.g. 5m, 30s; 0: "
+                 "never)")
+      ->capture_default_str();
+  app.add_option("--stream-idle-timeout", f.stream_idle_timeout,
+                 "Cancel an Encode or Update whose client sends nothing, or a Read or block get "
+                 "whose client takes nothing, for this long (DEADLINE_EXCEEDED), so that it "
+                 "gives back its memory and locks (e.g. 60s; 0: never)")
+      ->capture_default_str();
+  app.add_option("--max-connections", f.max_connections,
+                 "Most gRPC TCP connections open at once (plaintext listener); more are closed "
+                 "at once. 0: what the open files limit leaves after start-up, less 64")
+      ->capture_default_str();
   app.add_option("--ec-workers", f.ec_workers, "Threads of the erasure-coding engine (1..256)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
@@ -396,6 +459,20 @@ int Main(int argc, char** argv) {
     return Fail("--log-level must be debug, info, warn or error");
   }
 
+  absl::StatusOr<absl::Duration> connection_idle = ParseDelay(f.max_connection_idle, "never");
+  if (!connection_idle.ok()) {
+    return Fail(absl::StrCat("--max-connection-idle: ", connection_idle.status().message()));
+  }
+  if (*connection_idle > absl::Milliseconds(INT32_MAX)) {
+    return Fail("--max-connection-idle must be at most 596h (24 days)");
+  }
+  absl::StatusOr<absl::Duration> stream_idle = ParseDelay(f.stream_idle_timeout, "never");
+  if (!stream_idle.ok()) {
+    return Fail(absl::StrCat("--stream-idle-timeout: ", stream_idle.status().message()));
+  }
+  // gRPC's log lines go to ecd's, and tell the server's watchdog when a listener stops.
+  ecd::daemon::InstallGrpcLog();
+
   // Signals are taken by one thread with sigwait; block them before any thread starts
   // (gRPC starts its own threads when the listener credentials are made).
   sigset_t signals;
@@ -429,6 +506,9 @@ int Main(int argc, char** argv) {
     ecd::Log(ecd::LogLevel::kWarning,
              "no --tokens-file: every client that reaches %s may call every RPC", f.listen);
   }
+
+  // Every gRPC connection holds a descriptor, and so do the store's devices.
+  RaiseDescriptorLimit();
 
   // Before the store: the store's hooks count into it until the store is gone.
   ecd::daemon::DaemonMetrics metrics(ECD_VERSION);
@@ -644,53 +724,115 @@ int Main(int argc, char** argv) {
   grpc::EnableDefaultHealthCheckService(true);
   // Server reflection: grpcurl and other generic clients discover the services without the proto.
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(f.listen, *listen_credentials, &port);
-  if (!f.unix_socket.empty()) {  // Cleared of a stale socket after the data dir was locked.
-    builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
-                             grpc::InsecureServerCredentials());
+  // Plaintext TCP is accepted by ecd itself, whose accept loop never gives up (TcpAcceptor);
+  // TLS, and an address it does not bind itself (a host name), by gRPC.
+  std::unique_ptr<ecd::daemon::TcpAcceptor> acceptor;
+  if (f.tls_cert.empty()) {
+    absl::StatusOr<std::unique_ptr<ecd::daemon::TcpAcceptor>> bound =
+        ecd::daemon::TcpAcceptor::Listen(f.listen);
+    if (bound.ok()) {
+      acceptor = *std::move(bound);
+    } else if (!absl::IsInvalidArgument(bound.status())) {
+      ecd::Log(ecd::LogLevel::kError, "%s", bound.status().message());
+      return 1;
+    }
   }
-  // Encode and Update messages are checked against the limit by ecd (a message naming the
-  // flag); gRPC refuses larger ones itself, at twice the limit.
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(std::min<uint64_t>(2 * limits.max_message_size, INT32_MAX)));
-  builder.SetMaxSendMessageSize(static_cast<int>(limits.max_message_size));
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  // First: the metrics then count the status it may change.
-  interceptors.push_back(std::make_unique<ecd::daemon::RequestParseFailureFactory>());
-  interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-  // Each call's receive window is a fixed 8 MiB (no BDP growth): enough to keep a loopback or
-  // LAN stream busy, and it bounds the bytes gRPC buffers per stream (docs/limits.md).
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
-  builder.RegisterService(&objects);
-  builder.RegisterService(&devices);
-  builder.RegisterService(&catalog_service);
-  builder.RegisterService(&rebuild_service);
-  builder.RegisterService(&cxl_service);
-  // The socket is created 0660 (umask 0117 while binding), so it is never open to others.
-  const mode_t umask_before = ::umask(0117);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ::umask(umask_before);
-  if (server == nullptr || port == 0) {
-    // Not another ecd on this data dir (the lock stops that first), and not the TLS files (checked
-    // at start): the address.
-    ecd::Log(ecd::LogLevel::kError,
-             "cannot listen on %s%s%s: is the port taken by another program, or the address not "
-             "this host's? Give another --listen",
-             f.listen, f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
-    return 1;
+  const bool own_tcp = acceptor != nullptr;
+  // Where gRPC listens on TCP: --listen, then the port the first build bound (a restarted
+  // server takes the same port).
+  std::string grpc_listen = f.listen;
+  ecd::daemon::StreamIdleTimer stream_idle_timer(*stream_idle);  // Outlives every server.
+  objects.SetStreamIdleTimer(&stream_idle_timer);
+  // Builds and starts the server: at start, and again if a listener gRPC runs stops.
+  const auto build = [&](int* tcp_port) -> std::unique_ptr<grpc::Server> {
+    grpc::ServerBuilder builder;
+    if (!own_tcp) builder.AddListeningPort(grpc_listen, *listen_credentials, tcp_port);
+    if (!f.unix_socket.empty()) {
+      // Cleared of a stale socket after the data dir was locked; a rebuilt server replaces the
+      // socket its predecessor made, and nothing else.
+      struct stat st;
+      if (::lstat(f.unix_socket.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+        std::remove(f.unix_socket.c_str());
+      }
+      builder.AddListeningPort(absl::StrCat("unix:", f.unix_socket),
+                               grpc::InsecureServerCredentials());
+    }
+    // Encode and Update messages are checked against the limit by ecd (a message naming the
+    // flag); gRPC refuses larger ones itself, at twice the limit.
+    builder.SetMaxReceiveMessageSize(
+        static_cast<int>(std::min<uint64_t>(2 * limits.max_message_size, INT32_MAX)));
+    builder.SetMaxSendMessageSize(static_cast<int>(limits.max_message_size));
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    // First: the metrics then count the status it may change.
+    interceptors.push_back(std::make_unique<ecd::daemon::RequestParseFailureFactory>());
+    interceptors.push_back(std::make_unique<ecd::daemon::RpcMetricsFactory>(&metrics));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+    // Each call's receive window is a fixed 8 MiB (no BDP growth): enough to keep a loopback or
+    // LAN stream busy, and it bounds the bytes gRPC buffers per stream (docs/limits.md).
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 8 << 20);
+    // A connection with no call for this long is closed (GOAWAY), with its descriptor.
+    if (*connection_idle > absl::ZeroDuration()) {
+      builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                                 static_cast<int>(absl::ToInt64Milliseconds(*connection_idle)));
+    }
+    builder.RegisterService(&objects);
+    builder.RegisterService(&devices);
+    builder.RegisterService(&catalog_service);
+    builder.RegisterService(&rebuild_service);
+    builder.RegisterService(&cxl_service);
+    // The socket is created 0660 (umask 0117 while binding), so it is never open to others.
+    const mode_t umask_before = ::umask(0117);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    ::umask(umask_before);
+    if (server == nullptr || (!own_tcp && *tcp_port == 0)) {
+      // Not another ecd on this data dir (the lock stops that first), and not the TLS files
+      // (checked at start): the address.
+      ecd::Log(ecd::LogLevel::kError,
+               "cannot listen on %s%s%s: is the port taken by another program, or the address "
+               "not this host's? Give another --listen",
+               grpc_listen, f.unix_socket.empty() ? "" : " or unix:", f.unix_socket);
+      return nullptr;
+    }
+    // Only the owner and its group may connect (the socket's directory should be 0750 too).
+    if (!f.unix_socket.empty() && ::chmod(f.unix_socket.c_str(), 0660) != 0) {
+      ecd::Log(ecd::LogLevel::kError, "cannot chmod 0660 the unix socket %s: %s", f.unix_socket,
+               std::strerror(errno));
+      server->Shutdown(std::chrono::system_clock::now());
+      return nullptr;
+    }
+    if (!own_tcp && absl::EndsWith(grpc_listen, ":0")) {
+      grpc_listen = absl::StrCat(grpc_listen.substr(0, grpc_listen.size() - 1), *tcp_port);
+    }
+    return server;
+  };
+  ecd::daemon::GrpcServing::Options serving_options;
+  serving_options.build = build;
+  if (own_tcp) {
+    const ecd::daemon::TcpAcceptor* tcp = acceptor.get();
+    ecd::daemon::SetFdPeerResolver([tcp](int fd) { return tcp->PeerOf(fd); });
   }
-  // Only the owner and its group may connect (the socket's directory should be 0750 too).
-  if (!f.unix_socket.empty() && ::chmod(f.unix_socket.c_str(), 0660) != 0) {
-    ecd::Log(ecd::LogLevel::kError, "cannot chmod 0660 the unix socket %s: %s", f.unix_socket,
-             std::strerror(errno));
-    return 1;
+  serving_options.acceptor = std::move(acceptor);
+  const uint32_t max_connections =
+      f.max_connections != 0 ? f.max_connections : AutoMaxConnections();
+  serving_options.max_connections = max_connections;
+  absl::StatusOr<std::unique_ptr<ecd::daemon::GrpcServing>> started =
+      ecd::daemon::GrpcServing::Start(std::move(serving_options));
+  if (!started.ok()) {
+    ecd::daemon::SetFdPeerResolver(nullptr);
+    return 1;  // The build said why.
   }
-  server->GetHealthCheckService()->SetServingStatus(true);
-  if (http) http->SetReady(true);
+  std::unique_ptr<ecd::daemon::GrpcServing> serving = *std::move(started);
+  // The resolver reads the acceptor, which goes with `serving`.
+  absl::Cleanup forget_peers = [] { ecd::daemon::SetFdPeerResolver(nullptr); };
+  const int port = serving->tcp_port();
+  metrics.AttachServing(serving.get(), &stream_idle_timer);
+  serving->SetServing(true);
+  if (http) {
+    http->SetNotReadyCheck([&serving] { return serving->NotReadyReason(); });
+    http->SetReady(true);
+  }
   if (!f.port_file.empty()) {
     std::ofstream(f.port_file) << port << "\n";
   }
@@ -701,6 +843,13 @@ int Main(int argc, char** argv) {
                                      : "mutual TLS",
            f.unix_socket.empty() ? "" : " and unix:", f.unix_socket, f.data_dir,
            authorizer.enabled() ? "tokens required" : "no authorization (no --tokens-file)");
+  if (own_tcp) {
+    ecd::Log(ecd::LogLevel::kInfo,
+             "TCP connections: at most %d (--max-connections), idle ones closed after %s "
+             "(--max-connection-idle); streams idle for %s are cancelled (--stream-idle-timeout)",
+             max_connections, absl::FormatDuration(*connection_idle),
+             absl::FormatDuration(*stream_idle));
+  }
 
   std::thread waiter([&] {
     int sig = 0;
@@ -720,14 +869,17 @@ int Main(int argc, char** argv) {
     }
     ecd::Log(ecd::LogLevel::kInfo, "%s received: shutting down",
              sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    server->GetHealthCheckService()->SetServingStatus(false);
+    serving->SetServing(false);
     if (http) http->SetReady(false);
     // In-flight requests get 10 s to finish; then they are cancelled.
-    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    serving->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(10));
   });
-  server->Wait();
+  serving->Wait();
   waiter.join();
-  server.reset();
+  // The metrics endpoint reads the server and the idle timer (and /readyz the server): it stops
+  // first.
+  http.reset();
+  serving.reset();
   // The rest stops in reverse order of construction as Main returns: the CXL monitor and the
   // policy, the scrubber and the repair planner (each finishing its current batch), then the
   // store.

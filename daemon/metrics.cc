@@ -261,6 +261,45 @@ void DaemonMetrics::AttachLimiter(const RequestLimiter* limiter) {
       });
 }
 
+void DaemonMetrics::AttachServing(const GrpcServing* serving, const StreamIdleTimer* idle) {
+  registry_.AddCallback(
+      MetricType::kGauge, "ecd_listener_accepting",
+      "1 while new gRPC connections are accepted and served; 0 while they cannot be (at "
+      "--max-connections, out of file descriptors, the server restarting, stopping): /readyz "
+      "says why.",
+      {}, OneSample([serving] { return serving->NotReadyReason().empty() ? 1 : 0; }));
+  const TcpAcceptor* acceptor = serving->acceptor();
+  registry_.AddCallback(
+      MetricType::kCounter, "ecd_listener_recoveries_total",
+      "Times ecd made its gRPC listener accept again: accept, its own accept loop after running "
+      "out of file descriptors; rebuild, the gRPC server restarted after a listener gRPC runs "
+      "stopped.",
+      {"how"}, [serving, acceptor] {
+        return std::vector<Sample>{
+            {{"accept"},
+             static_cast<double>(acceptor != nullptr ? acceptor->stats().recoveries : 0)},
+            {{"rebuild"}, static_cast<double>(serving->rebuilds())}};
+      });
+  if (acceptor != nullptr) {
+    registry_.AddCallback(MetricType::kGauge, "ecd_grpc_connections",
+                          "gRPC TCP connections open (what --max-connections bounds).", {},
+                          OneSample([acceptor] { return acceptor->stats().open; }));
+    registry_.AddCallback(
+        MetricType::kCounter, "ecd_grpc_connections_refused_total",
+        "gRPC TCP connections closed as soon as accepted: max-connections, that many were open; "
+        "descriptors, ecd was out of file descriptors.",
+        {"reason"}, [acceptor] {
+          const TcpAcceptor::Stats s = acceptor->stats();
+          return std::vector<Sample>{{{"max-connections"}, static_cast<double>(s.refused_at_limit)},
+                                     {{"descriptors"}, static_cast<double>(s.refused_descriptors)}};
+        });
+  }
+  registry_.AddCallback(
+      MetricType::kCounter, "ecd_stream_idle_cancels_total",
+      "Calls ecd cancelled because their client sent or took nothing for --stream-idle-timeout.",
+      {}, OneSample([idle] { return idle->cancelled_calls(); }));
+}
+
 void DaemonMetrics::Attach(store::Store* store, repair::RepairPlanner* planner,
                            repair::Scrubber* scrubber, repair::CxlMonitor* monitor,
                            repair::EventPolicy* policy) {

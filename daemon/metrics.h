@@ -19,7 +19,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "daemon/grpc_serving.h"
 #include "daemon/request_limiter.h"
+#include "daemon/stream_idle.h"
 #include "lib/ec/engine.h"
 #include "lib/metrics/registry.h"
 #include "lib/repair/cxl_monitor.h"
@@ -80,6 +82,11 @@ class DaemonMetrics {
   // Registers ecd_inflight_requests and ecd_limit_rejections_total over `limiter`. Call once,
   // before serving. REQUIRES: the limiter outlives the metrics' last Expose().
   void AttachLimiter(const RequestLimiter* limiter);
+
+  // Registers the listener's families (ecd_listener_*, ecd_grpc_connections*) over `serving`
+  // and ecd_stream_idle_cancels_total over `idle`. Call once. REQUIRES: both outlive the
+  // metrics' last Expose().
+  void AttachServing(const GrpcServing* serving, const StreamIdleTimer* idle);
 
   // The whole exposition, text format 0.0.4.
   std::string Expose() const;

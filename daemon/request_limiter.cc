@@ -2,7 +2,9 @@
 #include "daemon/request_limiter.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace ecd::daemon {
 
@@ -33,6 +35,29 @@ std::string ClientOf(absl::string_view peer) {
     if (colon > 4) return std::string(peer.substr(0, colon));
   }
   return std::string(peer);
+}
+
+namespace {
+
+std::function<std::string(int)>& FdPeerResolver() {
+  static std::function<std::string(int)> resolve;
+  return resolve;
+}
+
+}  // namespace
+
+std::string ResolvePeer(absl::string_view peer) {
+  absl::string_view number = peer;
+  int fd = -1;
+  if (absl::ConsumePrefix(&number, "fd:") && absl::SimpleAtoi(number, &fd) && FdPeerResolver()) {
+    std::string address = FdPeerResolver()(fd);
+    if (!address.empty()) return address;
+  }
+  return std::string(peer);
+}
+
+void SetFdPeerResolver(std::function<std::string(int fd)> resolve) {
+  FdPeerResolver() = std::move(resolve);
 }
 
 RequestLimiter::Admission::Admission(Admission&& other) noexcept

@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -38,6 +39,14 @@ const char* LimitName(Limit limit);
 // "ipv6:[::1]"), so that the connections of one host count together; "unix" for every
 // Unix-socket peer.
 std::string ClientOf(absl::string_view peer);
+
+// Where a call comes from: gRPC's peer string as is, except for a connection ecd accepted
+// itself and handed to gRPC, which gRPC names "fd:N": that is the address the connection came
+// from, as the resolver set here says ("ipv4:127.0.0.1:51000"; "fd:N" when it does not know).
+std::string ResolvePeer(absl::string_view peer);
+// Sets the resolver of ResolvePeer for the whole process (null: none). Set before serving and
+// cleared after; `resolve` is called from any thread and must be thread-safe.
+void SetFdPeerResolver(std::function<std::string(int fd)> resolve);
 
 class RequestLimiter {
  public:
@@ -64,7 +73,9 @@ class RequestLimiter {
 
   // Takes one slot of `client` and one of the total, or none and a refusal.
   Admission Admit(const std::string& client);
-  Admission Admit(const grpc::ServerContext* context) { return Admit(ClientOf(context->peer())); }
+  Admission Admit(const grpc::ServerContext* context) {
+    return Admit(ClientOf(ResolvePeer(context->peer())));
+  }
   // Admit through `limiter`, or an admission that holds nothing when it is null (no limits).
   static Admission Admit(RequestLimiter* limiter, const grpc::ServerContext* context) {
     if (limiter == nullptr) return Admission(nullptr, "", grpc::Status::OK);

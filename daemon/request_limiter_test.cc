@@ -1,5 +1,6 @@
 // Tests RequestLimiter: the per-client and total limits, their messages and counters, slots
-// given back when admissions end, and ClientOf's peer parsing.
+// given back when admissions end, ClientOf's peer parsing, and ResolvePeer's names of
+// connections ecd accepted itself.
 #include "daemon/request_limiter.h"
 
 #include <gtest/gtest.h>
@@ -23,6 +24,19 @@ TEST(ClientOfTest, DropsThePort) {
   EXPECT_EQ(ClientOf("unix:/run/ecd.sock"), "unix");
   EXPECT_EQ(ClientOf("unix:"), "unix");
   EXPECT_EQ(ClientOf("weird"), "weird");
+}
+
+TEST(ResolvePeerTest, NamesAConnectionEcdAcceptedByItsAddress) {
+  EXPECT_EQ(ResolvePeer("fd:12"), "fd:12");  // No resolver: as gRPC says.
+  SetFdPeerResolver([](int fd) { return fd == 12 ? "ipv4:10.0.0.5:4000" : ""; });
+  EXPECT_EQ(ResolvePeer("fd:12"), "ipv4:10.0.0.5:4000");
+  EXPECT_EQ(ClientOf(ResolvePeer("fd:12")), "ipv4:10.0.0.5");
+  EXPECT_EQ(ResolvePeer("fd:13"), "fd:13");  // Not one of ours.
+  EXPECT_EQ(ResolvePeer("fd:x"), "fd:x");
+  EXPECT_EQ(ResolvePeer("ipv4:127.0.0.1:1"), "ipv4:127.0.0.1:1");
+  EXPECT_EQ(ResolvePeer("unix:/run/ecd/ecd.sock"), "unix:/run/ecd/ecd.sock");
+  SetFdPeerResolver(nullptr);
+  EXPECT_EQ(ResolvePeer("fd:12"), "fd:12");
 }
 
 TEST(RequestLimiterTest, PerClientLimit) {

@@ -45,8 +45,9 @@ class RpcMetricsInterceptor : public grpc::experimental::Interceptor {
     if (batch->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       int code = batch->GetSendStatus().error_code();
       // A call the client cancelled, or whose deadline passed, ended with that for the client,
-      // whatever the handler returned.
-      if (info_->server_context()->IsCancelled()) {
+      // whatever the handler returned; one ecd cancelled for --stream-idle-timeout, with
+      // DEADLINE_EXCEEDED, which its handler returns too.
+      if (info_->server_context()->IsCancelled() && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
         code = info_->server_context()->deadline() <= std::chrono::system_clock::now()
                    ? grpc::StatusCode::DEADLINE_EXCEEDED
                    : grpc::StatusCode::CANCELLED;

@@ -6,6 +6,7 @@
 #include <google/protobuf/wire_format_lite.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "daemon/auth.h"
 #include "daemon/convert.h"
 #include "daemon/data_message.h"
+#include "daemon/stream_idle.h"
 
 namespace ecd::daemon {
 namespace {
@@ -41,17 +43,45 @@ grpc::Status Stopped(const grpc::ServerContext* context, absl::string_view what)
 }
 
 // The store's answer to a call, or Stopped when the call ended because the client went away.
+// DeadlineExceeded is kept as it is: the call's deadline passed while it waited, or ecd
+// cancelled a stalled stream (StreamIdleTimer), which told the client so in these words.
 grpc::Status Finish(const grpc::ServerContext* context, const absl::Status& s,
                     absl::string_view what) {
-  if (!s.ok() && context->IsCancelled()) return Stopped(context, what);
+  if (!s.ok() && !absl::IsDeadlineExceeded(s) && context->IsCancelled()) {
+    return Stopped(context, what);
+  }
   return ToGrpc(s);
+}
+
+// When the store's waits for a call give up: at its deadline, or once it is cancelled.
+store::Interrupt InterruptOf(grpc::ServerContext* context) {
+  store::Interrupt interrupt;
+  if (const auto deadline = context->deadline();
+      deadline != std::chrono::system_clock::time_point::max()) {
+    interrupt.deadline = absl::FromChrono(deadline);
+  }
+  interrupt.cancelled = [context] { return context->IsCancelled(); };
+  return interrupt;
+}
+
+// ReadFirstMessage, timed by `idle` as a wait for the client.
+absl::StatusOr<DataMessage> ReadFirstTimed(StreamIdleTimer* idle, grpc::ServerContext* context,
+                                           grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                           const char* what, absl::string_view method,
+                                           absl::string_view fields,
+                                           google::protobuf::MessageLite* header) {
+  StreamIdleTimer::Waiting wait(idle, context, what, StreamIdleTimer::kSending);
+  absl::StatusOr<DataMessage> first = ReadFirstMessage(reader, method, fields, header);
+  if (wait.Done()) return wait.status();
+  return first;
 }
 
 // Feeds the data of a client stream (Encode or Update) to the store, the first message's bytes
 // included, copying each message's data straight from gRPC's slices into the store's buffer
 // (DataMessage). Only the first message may carry a header (of type Header). At most
 // `max_bytes` are taken (the stream fails as soon as more arrive, with `refused`), and when
-// `declared` is set the stream must carry exactly that many.
+// `declared` is set the stream must carry exactly that many. Each wait for a message is timed by
+// the StreamIdleTimer (set_idle_timer): a client that sends nothing for its timeout is cancelled.
 template <typename Header>
 class StreamSource final : public store::ByteSource {
  public:
@@ -73,6 +103,8 @@ class StreamSource final : public store::ByteSource {
   // Refuses messages larger than `max_message` (--max-message-size) with a message naming the
   // limit; gRPC itself refuses only those past its own, larger, cap (see main.cc).
   void set_max_message(uint64_t max_message) { max_message_ = max_message; }
+  // Times each wait for a message (may be null: none). Must outlive the source.
+  void set_idle_timer(StreamIdleTimer* idle) { idle_ = idle; }
 
   // A failed receive (a message past gRPC's own cap) looks like the end of the stream to Read,
   // and the call is marked cancelled only a moment later (grpc 1.51's sync API). With a declared
@@ -90,44 +122,62 @@ class StreamSource final : public store::ByteSource {
   }
 
   absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
-    if (absl::Status s = CheckLimits(current_.wire_size()); !s.ok()) return s;
-    while (at_ == current_.data_size()) {
-      if (done_) return 0;
-      at_ = 0;
-      current_ = DataMessage();  // Nothing of the last message can be read again.
-      if (!reader_->Read(&raw_)) {
-        done_ = true;
-        if (context_->IsCancelled()) {
-          return absl::CancelledError(
-              absl::StrCat("the client cancelled the ", what_, "; nothing was stored"));
-        }
-        if (declared_ && *declared_ != received_) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("the ", what_, " header declared ", *declared_,
-                           " bytes but the stream carried ", received_, "; nothing was stored"));
-        }
-        return 0;
-      }
-      // Checked before parsing, so a message over the limit is refused as such.
-      if (absl::Status s = CheckLimits(raw_.Length()); !s.ok()) return s;
-      if (absl::Status s = current_.Parse(&raw_, &scratch_); !s.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "an ", what_, " message was refused: ", s.message(), "; nothing was stored"));
-      }
-      if (current_.has_header()) {
-        return absl::InvalidArgumentError(absl::StrCat("only the first message of an ", what_,
-                                                       " stream may carry a header; nothing was "
-                                                       "stored"));
-      }
-      received_ += current_.data_size();
-      if (absl::Status s = CheckLimits(current_.wire_size()); !s.ok()) return s;
-    }
+    absl::StatusOr<bool> more = Await();
+    if (!more.ok()) return more.status();
+    if (!*more) return 0;
     const size_t n = current_.CopyData(at_, buffer);
     at_ += n;
     return n;
   }
 
+  absl::StatusOr<bool> Await() override {
+    if (absl::Status s = CheckLimits(current_.wire_size()); !s.ok()) return s;
+    while (at_ == current_.data_size()) {
+      if (done_) return false;
+      if (absl::Status s = Next(); !s.ok()) return s;
+    }
+    return true;
+  }
+
  private:
+  // Receives the next message into current_ (done_ at the end of the stream or on an error).
+  absl::Status Next() {
+    at_ = 0;
+    current_ = DataMessage();  // Nothing of the last message can be read again.
+    StreamIdleTimer::Waiting wait(idle_, context_, what_, StreamIdleTimer::kSending);
+    const bool got = reader_->Read(&raw_);
+    if (wait.Done()) {
+      done_ = true;
+      return wait.status();
+    }
+    if (!got) {
+      done_ = true;
+      if (context_->IsCancelled()) {
+        return absl::CancelledError(
+            absl::StrCat("the client cancelled the ", what_, "; nothing was stored"));
+      }
+      if (declared_ && *declared_ != received_) {
+        return absl::InvalidArgumentError(absl::StrCat("the ", what_, " header declared ",
+                                                       *declared_, " bytes but the stream carried ",
+                                                       received_, "; nothing was stored"));
+      }
+      return absl::OkStatus();
+    }
+    // Checked before parsing, so a message over the limit is refused as such.
+    if (absl::Status s = CheckLimits(raw_.Length()); !s.ok()) return s;
+    if (absl::Status s = current_.Parse(&raw_, &scratch_); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "an ", what_, " message was refused: ", s.message(), "; nothing was stored"));
+    }
+    if (current_.has_header()) {
+      return absl::InvalidArgumentError(absl::StrCat("only the first message of an ", what_,
+                                                     " stream may carry a header; nothing was "
+                                                     "stored"));
+    }
+    received_ += current_.data_size();
+    return CheckLimits(current_.wire_size());
+  }
+
   // The refusals: a message over --max-message-size, or more bytes than max_bytes_.
   absl::Status CheckLimits(uint64_t message_size) {
     if (message_size > max_message_) {
@@ -157,6 +207,7 @@ class StreamSource final : public store::ByteSource {
   const std::string limit_text_;
   const std::optional<uint64_t> declared_;
   uint64_t max_message_ = UINT64_MAX;
+  StreamIdleTimer* idle_ = nullptr;
   uint64_t received_;  // data bytes of the messages read so far
   uint64_t at_ = 0;
   bool done_ = false;
@@ -178,13 +229,16 @@ class StreamSource final : public store::ByteSource {
 // sender, so a read holds up to four messages (held_bytes, reserved from the store's memory
 // budget with its stripes until Finish returns): one being filled, one waiting, one being
 // written, and one gRPC may still be sending after its Write returned. The store calls Finish.
+// Each Write is timed by `idle` (may be null) as a wait for the client to take the data.
 class ReadStreamSink final : public store::ByteSink {
  public:
   // Read's or GetBlock's stream (grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>).
   using Streamer = grpc::internal::WriterInterface<grpc::ByteBuffer>;
 
-  ReadStreamSink(const grpc::ServerContext* context, Streamer* stream)
-      : context_(context), stream_(stream) {}
+  // `what` ("read") names the call for the idle timer; it must outlive the sink.
+  ReadStreamSink(grpc::ServerContext* context, Streamer* stream, StreamIdleTimer* idle,
+                 const char* what)
+      : context_(context), stream_(stream), idle_(idle), what_(what) {}
   ~ReadStreamSink() override {
     StopSender();
     if (copy_.has_value()) grpc_slice_unref(*copy_);
@@ -227,6 +281,14 @@ class ReadStreamSink final : public store::ByteSink {
       }
     }
     return absl::OkStatus();
+  }
+
+  // The status the call ended with for its client when the idle timer cancelled it (its client
+  // took no data for --stream-idle-timeout), whatever the read returned; else nothing.
+  std::optional<grpc::Status> IdleStatus() const {
+    if (!idle_status_.load()) return std::nullopt;
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        idle_->Message(what_, StreamIdleTimer::kTaking));
   }
 
   absl::Status WritePinned(absl::Span<const uint8_t> data, uint32_t reconstructed,
@@ -315,9 +377,7 @@ class ReadStreamSink final : public store::ByteSink {
     parts_.clear();
     filled_ = 0;
     fields_.Clear();
-    const auto write_here = [&] {
-      return stream_->Write(message) ? absl::OkStatus() : GoneError();
-    };
+    const auto write_here = [&] { return WriteMessage(message) ? absl::OkStatus() : GoneError(); };
     if (!sent_any_ || inline_) {
       sent_any_ = true;
       return write_here();
@@ -338,6 +398,14 @@ class ReadStreamSink final : public store::ByteSink {
     lock.unlock();
     changed_.notify_all();
     return absl::OkStatus();
+  }
+
+  // Writes `message` to the stream, timed as a wait for the client; false when the call is gone.
+  bool WriteMessage(const grpc::ByteBuffer& message) {
+    StreamIdleTimer::Waiting wait(idle_, context_, what_, StreamIdleTimer::kTaking);
+    const bool ok = stream_->Write(message);
+    if (wait.Done()) idle_status_.store(true);
+    return ok;
   }
 
   // Stops the sender thread, dropping a message that waits for it; returns once the thread has
@@ -363,7 +431,7 @@ class ReadStreamSink final : public store::ByteSink {
       writing_ = true;
       lock.unlock();
       changed_.notify_all();
-      const bool ok = stream_->Write(message);
+      const bool ok = WriteMessage(message);
       lock.lock();
       writing_ = false;
       if (!ok) {
@@ -375,8 +443,11 @@ class ReadStreamSink final : public store::ByteSink {
     }
   }
 
-  const grpc::ServerContext* const context_;
+  grpc::ServerContext* const context_;
   Streamer* const stream_;
+  StreamIdleTimer* const idle_;
+  const char* const what_;
+  std::atomic<bool> idle_status_{false};  // The idle timer cancelled the call.
   v1::ReadResponse fields_;               // Every field but data, for the next message.
   std::vector<grpc::Slice> parts_;        // The next message's data so far, in order.
   std::optional<grpc_slice> copy_;        // Where Write copies to (kReadChunk bytes).
@@ -395,10 +466,16 @@ class ReadStreamSink final : public store::ByteSink {
 };
 
 // The request of a Read or GetBlock (their one message), or the status to end the call with.
+// The wait for it is timed by `idle` (may be null).
 template <typename Request>
 std::optional<grpc::Status> ReadRequestOf(
-    grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>* stream, Request* request) {
-  if (stream->Read(request)) return std::nullopt;
+    StreamIdleTimer* idle, grpc::ServerContext* context,
+    grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>* stream, Request* request,
+    const char* what) {
+  StreamIdleTimer::Waiting wait(idle, context, what, StreamIdleTimer::kSending);
+  const bool got = stream->Read(request);
+  if (wait.Done()) return ToGrpc(wait.status());
+  if (got) return std::nullopt;
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                       "the call carried no request message, or one that does not parse: its "
                       "object name (or another string in it) is not valid UTF-8, or its bytes are "
@@ -446,7 +523,8 @@ grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::EncodeHeader h;
-  absl::StatusOr<DataMessage> first = ReadFirstMessage(reader, "Encode", "name, shape", &h);
+  absl::StatusOr<DataMessage> first =
+      ReadFirstTimed(idle_, context, reader, "encode", "Encode", "name, shape", &h);
   if (!first.ok()) return ToGrpc(first.status());
   store::EncodeParams params;
   params.name = h.name();
@@ -472,7 +550,8 @@ grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
       context, reader, *std::move(first), "encode", limits_.max_object_size, size_limit,
       h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
   source.set_max_message(limits_.max_message_size);
-  absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source);
+  source.set_idle_timer(idle_);
+  absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source, InterruptOf(context));
   if (source.refused() && limiter_ != nullptr) limiter_->CountRejection(*source.refused());
   if (!object.ok()) return Finish(context, object.status(), "nothing was stored");
   ToProto(*object, response->mutable_object());
@@ -486,9 +565,11 @@ grpc::Status ObjectsService::ReadFromBytes(
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::ReadRequest request;
-  if (auto s = ReadRequestOf(stream, &request)) return *s;
-  ReadStreamSink sink(context, stream);
-  absl::Status s = store_->Read(request.name(), request.offset(), request.length(), sink);
+  if (auto s = ReadRequestOf(idle_, context, stream, &request, "read")) return *s;
+  ReadStreamSink sink(context, stream, idle_, "read");
+  absl::Status s =
+      store_->Read(request.name(), request.offset(), request.length(), sink, InterruptOf(context));
+  if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
   return Finish(context, s, "the read stopped");
 }
 
@@ -499,7 +580,8 @@ grpc::Status ObjectsService::UpdateFromBytes(grpc::ServerContext* context,
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::UpdateHeader h;
-  absl::StatusOr<DataMessage> first = ReadFirstMessage(reader, "Update", "name, offset", &h);
+  absl::StatusOr<DataMessage> first =
+      ReadFirstTimed(idle_, context, reader, "update", "Update", "name, offset", &h);
   if (!first.ok()) return ToGrpc(first.status());
   // Only an append can grow an object; other updates are bounded by its size already.
   const uint64_t max_bytes =
@@ -512,8 +594,9 @@ grpc::Status ObjectsService::UpdateFromBytes(grpc::ServerContext* context,
                    limits_.max_object_size, " bytes (--max-object-size)"),
       h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
   source.set_max_message(limits_.max_message_size);
+  source.set_idle_timer(idle_);
   absl::StatusOr<store::UpdateResult> result =
-      store_->Update(h.name(), h.offset(), source, h.append());
+      store_->Update(h.name(), h.offset(), source, h.append(), InterruptOf(context));
   if (source.refused() && limiter_ != nullptr) limiter_->CountRejection(*source.refused());
   if (!result.ok()) return Finish(context, result.status(), "the object was not changed");
   ToProto(result->object, response->mutable_object());
@@ -530,9 +613,11 @@ grpc::Status ObjectsService::GetBlockFromBytes(
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::GetBlockRequest request;
-  if (auto s = ReadRequestOf(stream, &request)) return *s;
-  ReadStreamSink sink(context, stream);
-  absl::Status s = store_->GetBlock(request.name(), request.stripe(), request.index(), sink);
+  if (auto s = ReadRequestOf(idle_, context, stream, &request, "block get")) return *s;
+  ReadStreamSink sink(context, stream, idle_, "block get");
+  absl::Status s = store_->GetBlock(request.name(), request.stripe(), request.index(), sink,
+                                    InterruptOf(context));
+  if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
   return Finish(context, s, "the read stopped");
 }
 
@@ -542,8 +627,7 @@ grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRe
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   absl::StatusOr<store::ObjectStatus> status =
-      store_->Stat(request->name(), request->blocks(), request->verify(),
-                   [context] { return context->IsCancelled(); });
+      store_->Stat(request->name(), request->blocks(), request->verify(), InterruptOf(context));
   if (!status.ok()) return Finish(context, status.status(), "the check stopped");
   ToProto(*status, /*with_stripes=*/true, response->mutable_object());
   return grpc::Status::OK;
@@ -567,8 +651,8 @@ grpc::Status ObjectsService::Delete(grpc::ServerContext* context, const v1::Dele
   if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Delete"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  absl::StatusOr<uint64_t> freed = store_->Delete(request->name());
-  if (!freed.ok()) return ToGrpc(freed.status());
+  absl::StatusOr<uint64_t> freed = store_->Delete(request->name(), InterruptOf(context));
+  if (!freed.ok()) return Finish(context, freed.status(), "nothing was deleted");
   response->set_freed_bytes(*freed);
   return grpc::Status::OK;
 }

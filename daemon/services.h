@@ -7,6 +7,7 @@
 #include "daemon/auth.h"
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
+#include "daemon/stream_idle.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/repair/repair_planner.h"
 #include "lib/repair/scrubber.h"
@@ -31,6 +32,9 @@ class ObjectsService final : public v1::Objects::Service {
     limits_ = limits;
     limiter_ = limiter;
   }
+  // Cancels Encode, Update, Read and GetBlock calls whose client stops sending or taking data
+  // (may be null: never). Must outlive the service. Call before serving.
+  void SetStreamIdleTimer(StreamIdleTimer* idle) { idle_ = idle; }
 
   // The Encode and Update methods (see the constructor); the stream's messages are
   // EncodeRequests and UpdateRequests in protobuf's wire format.
@@ -70,6 +74,7 @@ class ObjectsService final : public v1::Objects::Service {
   const repair::ScrubberOptions scrub_options_;
   Limits limits_;
   RequestLimiter* limiter_ = nullptr;
+  StreamIdleTimer* idle_ = nullptr;
 };
 
 class DevicesService final : public v1::Devices::Service {

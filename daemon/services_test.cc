@@ -7,7 +7,8 @@
 // Devices and Rebuilds, over a real store and repair planner: Replace, SetState's refusals, the
 // fields of a down device, SetRepair and the repair's status. A name that is not UTF-8: refused
 // by the name rule in an Encode or Update header, INVALID_ARGUMENT (not gRPC's INTERNAL) on the
-// other calls, and never an ERROR line from libprotobuf.
+// other calls, and never an ERROR line from libprotobuf. The stream idle timer cancels a client
+// that sends nothing, naming --stream-idle-timeout.
 #include "daemon/services.h"
 
 #include <google/protobuf/stubs/logging.h>
@@ -168,6 +169,73 @@ TEST(RouteProtobufLogsTest, AStringThatIsNotUtf8IsNotAnErrorLineOtherLinesAreOur
   EXPECT_EQ(err.find("[libprotobuf"), std::string::npos) << err;
   EXPECT_NE(err.find(" WARN libprotobuf "), std::string::npos) << err;
   EXPECT_NE(err.find(": a line of libprotobuf's own\n"), std::string::npos) << err;
+}
+
+// The stream idle timer on the wire: a client that opens an Encode and sends nothing is
+// cancelled after the timeout with a status naming the flag; one that sends within it is not.
+class StreamIdleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    objects_.SetStreamIdleTimer(&idle_);
+    builder_.RegisterService(&objects_);
+    server_ = builder_.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    stub_ = std::make_unique<grpc::GenericStub>(server_->InProcessChannel({}));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
+  // Opens an Encode stream, waits `pause`, then sends `first` (if not empty) and half-closes.
+  grpc::Status EncodeAfter(absl::Duration pause, const std::string& first) {
+    grpc::ClientContext context;
+    grpc::CompletionQueue cq;
+    std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+        stub_->PrepareCall(&context, "/ecd.v1.Objects/Encode", &cq);
+    void* tag = nullptr;
+    bool ok = false;
+    call->StartCall(reinterpret_cast<void*>(1));
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    absl::SleepFor(pause);
+    if (!first.empty()) {
+      grpc::Slice slice(first);
+      grpc::ByteBuffer buffer(&slice, 1);
+      call->Write(buffer, reinterpret_cast<void*>(2));
+      EXPECT_TRUE(cq.Next(&tag, &ok));
+    }
+    call->WritesDone(reinterpret_cast<void*>(3));
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    grpc::Status status;
+    call->Finish(&status, reinterpret_cast<void*>(4));
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    return status;
+  }
+
+  StreamIdleTimer idle_{absl::Milliseconds(300)};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}};
+  grpc::ServerBuilder builder_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<grpc::GenericStub> stub_;
+};
+
+TEST_F(StreamIdleTest, AStreamThatSendsNothingIsCancelledNamingTheFlag) {
+  const absl::Time start = absl::Now();
+  const grpc::Status s = EncodeAfter(absl::Seconds(2), "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_EQ(s.error_message(),
+            "ecd cancelled the encode: the client sent nothing for 300ms (--stream-idle-timeout)");
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+  EXPECT_EQ(idle_.cancelled_calls(), 1u);
+}
+
+TEST_F(StreamIdleTest, AStreamThatSendsInTimeIsNotCancelled) {
+  // Its header reaches the handler's own checks (an unknown matrix type, before the store).
+  v1::EncodeRequest bad_matrix;
+  bad_matrix.mutable_header()->set_name("x");
+  bad_matrix.mutable_header()->set_matrix(static_cast<v1::MatrixType>(99));
+  ExpectRefused(EncodeAfter(absl::Milliseconds(100), bad_matrix.SerializeAsString()),
+                "unknown matrix type 99");
+  EXPECT_EQ(idle_.cancelled_calls(), 0u);
 }
 
 // Reads the next response of a Read call. Under ThreadSanitizer the client's reads of it are not

@@ -18,12 +18,31 @@ MemoryBudget::Reservation& MemoryBudget::Reservation::operator=(Reservation&& ot
   return *this;
 }
 
+void MemoryBudget::Reservation::Merge(Reservation&& other) {
+  if (other.budget_ == nullptr) return;
+  if (budget_ == nullptr) {
+    *this = std::move(other);
+    return;
+  }
+  bytes_ += other.bytes_;
+  other.budget_ = nullptr;
+}
+
 void MemoryBudget::Reservation::Release() {
   if (budget_ != nullptr) budget_->Give(bytes_);
   budget_ = nullptr;
 }
 
-absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes) {
+std::optional<MemoryBudget::Reservation> MemoryBudget::TryReserve(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  const uint64_t limit = options_.limit_bytes;
+  if (limit != 0 && (waiting_ > 0 || reserved_ + bytes > limit)) return std::nullopt;
+  reserved_ += bytes;
+  return Reservation(this, bytes);
+}
+
+absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
+                                                                const Interrupt& interrupt) {
   std::unique_lock lock(mu_);
   const uint64_t limit = options_.limit_bytes;
   if (limit == 0) {
@@ -46,31 +65,28 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes) 
   const uint64_t ticket = next_ticket_++;
   ++waiting_;
   ++waits_;
-  const absl::Time deadline = absl::Now() + options_.max_wait;
-  bool granted = false;
-  while (true) {
-    if (serving_ == ticket && reserved_ + bytes <= limit) {
-      granted = true;
-      break;
-    }
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) break;
-    changed_.wait_for(lock, absl::ToChronoNanoseconds(left));
-  }
+  const absl::Time started = absl::Now();
+  const auto granted = [&] { return serving_ == ticket && reserved_ + bytes <= limit; };
+  const absl::Status interrupted =
+      WaitFor(changed_, lock, interrupt, started + options_.max_wait,
+              absl::StrCat("waiting for ", bytes, " bytes of stripe memory (limit ", limit,
+                           " bytes, all reserved by other requests)"),
+              granted);
   --waiting_;
-  if (granted) {
+  if (interrupted.ok() && granted()) {
     reserved_ += bytes;
     ++serving_;
     AdvanceLocked();
     changed_.notify_all();
     return Reservation(this, bytes);
   }
-  // Timed out. Later tickets must not wait for this one: if it is at the head, pass the turn
-  // on; otherwise mark it to be skipped when the turn reaches it.
+  // Timed out or interrupted. Later tickets must not wait for this one: if it is at the head,
+  // pass the turn on; otherwise mark it to be skipped when the turn reaches it.
   skipped_.insert(ticket);
   AdvanceLocked();
-  ++refusals_;
   changed_.notify_all();
+  if (!interrupted.ok()) return interrupted;
+  ++refusals_;
   return absl::ResourceExhaustedError(
       absl::StrCat("waited ", absl::FormatDuration(options_.max_wait), " for ", bytes,
                    " bytes of stripe memory (limit ", limit,

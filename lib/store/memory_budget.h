@@ -3,7 +3,8 @@
 // arrival order, until earlier requests give memory back, so that ecd's resident size stays
 // under its configured limit whatever the object sizes or the number of clients. Waiting is
 // itself bounded: past max_waiters queued requests, or after max_wait, a request is refused
-// with ResourceExhausted rather than queued without end.
+// with ResourceExhausted rather than queued without end, and a request whose caller gives up
+// (its Interrupt) leaves the queue at once.
 #ifndef ECD_LIB_STORE_MEMORY_BUDGET_H_
 #define ECD_LIB_STORE_MEMORY_BUDGET_H_
 
@@ -11,11 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <set>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "lib/store/interrupt.h"
 
 namespace ecd::store {
 
@@ -43,6 +46,9 @@ class MemoryBudget {
     ~Reservation() { Release(); }
     uint64_t bytes() const { return budget_ == nullptr ? 0 : bytes_; }
     void Release();
+    // Takes over `other`'s bytes: this reservation then holds both until it is released.
+    // REQUIRES: both come from the same budget, or one of them holds nothing.
+    void Merge(Reservation&& other);
 
    private:
     friend class MemoryBudget;
@@ -54,7 +60,14 @@ class MemoryBudget {
   // Reserves `bytes`, waiting (first come, first served) while the budget is spent.
   // ResourceExhausted at once when `bytes` exceeds the whole limit or max_waiters requests are
   // already waiting, and after max_wait of waiting; the message names the limit and what to do.
-  absl::StatusOr<Reservation> Reserve(uint64_t bytes);
+  // DeadlineExceeded or Cancelled when `interrupt` fires while it waits (not a refusal: the
+  // caller gave up); later requests then no longer wait behind it.
+  absl::StatusOr<Reservation> Reserve(uint64_t bytes, const Interrupt& interrupt = {});
+
+  // Reserves `bytes` only if that needs no wait: nobody is waiting and the budget has them
+  // free. For a request that already holds memory and could use more (waiting for more while
+  // holding some could deadlock two such requests). Neither a wait nor a refusal is counted.
+  std::optional<Reservation> TryReserve(uint64_t bytes);
 
   // ResourceExhausted (counted as a refusal) when `bytes` exceed the whole limit, so that no
   // reservation of them could ever succeed; OK otherwise. Reserve checks this first.

@@ -1,4 +1,5 @@
-// Tests of MemoryBudget: accounting, waiting in arrival order, and the bounds on waiting.
+// Tests of MemoryBudget: accounting, waiting in arrival order, the bounds on waiting, waits
+// that end with the caller's deadline or cancellation, and reservations that never wait.
 #include "lib/store/memory_budget.h"
 
 #include <atomic>
@@ -146,6 +147,81 @@ TEST(MemoryBudget, WaitingEndsAfterMaxWaitAndPassesTheTurnOn) {
   second.join();
   EXPECT_TRUE(second_status.ok()) << second_status;
   EXPECT_EQ(budget.reserved_bytes(), 0u);
+}
+
+TEST(MemoryBudget, AWaitEndsAtTheCallersDeadlineAndPassesTheTurnOn) {
+  MemoryBudget budget(Limit(100));
+  absl::StatusOr<MemoryBudget::Reservation> holder = budget.Reserve(100);
+  ASSERT_TRUE(holder.ok());
+  absl::Status first_status;
+  absl::Duration waited;
+  std::thread first([&] {
+    const absl::Time start = absl::Now();
+    first_status =
+        budget.Reserve(100, Interrupt{.deadline = start + absl::Milliseconds(200)}).status();
+    waited = absl::Now() - start;
+  });
+  while (budget.waiting() < 1) std::this_thread::sleep_for(milliseconds(1));
+  absl::Status second_status = absl::UnknownError("not run");
+  std::thread second([&] { second_status = budget.Reserve(50).status(); });
+  while (budget.waiting() < 2) std::this_thread::sleep_for(milliseconds(1));
+  first.join();
+  EXPECT_EQ(first_status.code(), absl::StatusCode::kDeadlineExceeded) << first_status;
+  EXPECT_NE(first_status.message().find("stripe memory"), std::string::npos) << first_status;
+  EXPECT_GE(waited, absl::Milliseconds(200));
+  EXPECT_LT(waited, absl::Seconds(2));
+  EXPECT_EQ(budget.refusals(), 0u);  // The caller gave up: not a refusal.
+  holder->Release();                 // The waiter behind it gets its turn.
+  second.join();
+  EXPECT_TRUE(second_status.ok()) << second_status;
+  EXPECT_EQ(budget.reserved_bytes(), 0u);
+  EXPECT_EQ(budget.waiting(), 0u);
+}
+
+TEST(MemoryBudget, AWaitEndsWhenTheCallerGoesAway) {
+  MemoryBudget budget(Limit(100));
+  absl::StatusOr<MemoryBudget::Reservation> holder = budget.Reserve(100);
+  ASSERT_TRUE(holder.ok());
+  std::atomic<bool> gone{false};
+  absl::Status status;
+  std::thread waiter([&] {
+    status = budget.Reserve(10, Interrupt{.cancelled = [&] { return gone.load(); }}).status();
+  });
+  while (budget.waiting() < 1) std::this_thread::sleep_for(milliseconds(1));
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(budget.waiting(), 1u);  // Still waiting: nobody went away yet.
+  gone = true;
+  waiter.join();
+  EXPECT_EQ(status.code(), absl::StatusCode::kCancelled) << status;
+  EXPECT_EQ(budget.waiting(), 0u);
+  EXPECT_EQ(budget.reserved_bytes(), 100u);
+  // A deadline already passed does not stop a reservation that needs no wait.
+  holder->Release();
+  EXPECT_TRUE(budget.Reserve(10, Interrupt{.deadline = absl::InfinitePast()}).ok());
+}
+
+TEST(MemoryBudget, TryReserveTakesOnlyWhatIsFreeWithNobodyWaiting) {
+  MemoryBudget budget(Limit(100));
+  std::optional<MemoryBudget::Reservation> a = budget.TryReserve(60);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_FALSE(budget.TryReserve(50).has_value());  // Does not fit: no wait either.
+  std::optional<MemoryBudget::Reservation> b = budget.TryReserve(40);
+  ASSERT_TRUE(b.has_value());
+  a->Merge(*std::move(b));  // One reservation of both.
+  EXPECT_EQ(a->bytes(), 100u);
+  EXPECT_EQ(b->bytes(), 0u);
+  EXPECT_EQ(budget.reserved_bytes(), 100u);
+  a->Release();
+  EXPECT_EQ(budget.reserved_bytes(), 0u);
+  // With a request waiting, nothing is taken past it, even what would fit.
+  absl::StatusOr<MemoryBudget::Reservation> holder = budget.Reserve(90);
+  std::thread waiter([&] { EXPECT_TRUE(budget.Reserve(20).ok()); });
+  while (budget.waiting() < 1) std::this_thread::sleep_for(milliseconds(1));
+  EXPECT_FALSE(budget.TryReserve(5).has_value());
+  holder->Release();
+  waiter.join();
+  EXPECT_EQ(budget.waits(), 1u);
+  EXPECT_EQ(budget.refusals(), 0u);
 }
 
 TEST(MemoryBudget, FitShrinksThePipelineToTheLimit) {

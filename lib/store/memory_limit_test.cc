@@ -1,6 +1,8 @@
-// Tests of the store's memory limit: requests wait for stripe memory instead of failing, a
-// stripe that can never fit is refused, and a limit too small for the devices is refused. The
-// budget is a DMA arena whose runs the devices move as fixed buffers.
+// Tests of the store's memory limit: requests wait for stripe memory instead of failing, an
+// encode holds stripe memory in proportion to what its source delivered, a wait ends with the
+// caller's deadline or cancellation, a stripe that can never fit is refused, and a limit too
+// small for the devices is refused. The budget is a DMA arena whose runs the devices move as
+// fixed buffers.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,12 +21,15 @@ namespace {
 constexpr uint64_t kPools = 8 * (8u << 20);  // 8 devices x the default 8 MiB DMA pool.
 constexpr uint64_t kStripe = 6 * 4096;       // 4+2 blocks of 4 KiB.
 
-// Gives its first chunk, then blocks until Release: an encode that holds its memory.
+// Gives `stall_at` chunks of 4 KiB (a 4+2 stripe of 4 KiB blocks takes 4), then blocks until
+// Release: an encode that holds the memory of the stripes those filled and of the one it fills
+// next (at most its pipeline).
 class StallingSource : public ByteSource {
  public:
-  explicit StallingSource(const std::vector<uint8_t>& data) : inner_(data, 4096) {}
+  explicit StallingSource(const std::vector<uint8_t>& data, int stall_at = 1)
+      : inner_(data, 4096), stall_at_(stall_at) {}
   absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
-    if (reads_++ == 1) {
+    if (reads_++ == stall_at_) {
       std::unique_lock lock(mu_);
       stalled_ = true;
       cv_.notify_all();
@@ -44,6 +49,7 @@ class StallingSource : public ByteSource {
 
  private:
   VectorSource inner_;
+  const int stall_at_;
   int reads_ = 0;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -73,7 +79,7 @@ TEST_F(MemoryLimitTest, ASecondEncodeWaitsForTheFirstsMemoryThenBothAreStored) {
   ASSERT_EQ(store_->memory_budget().limit_bytes(), 5 * kStripe);
   const std::vector<uint8_t> a = RandomBytes(200000, 1);
   const std::vector<uint8_t> b = RandomBytes(150000, 2);
-  StallingSource stalling(a);
+  StallingSource stalling(a, 4 * 4);  // Filling its fifth stripe: all of the budget.
   absl::StatusOr<ObjectRecord> first;
   std::thread t1 = EncodeOnAThread("a", stalling, &first);
   stalling.WaitUntilStalled();
@@ -101,6 +107,124 @@ TEST_F(MemoryLimitTest, ASecondEncodeWaitsForTheFirstsMemoryThenBothAreStored) {
   EXPECT_EQ(store_->memory_budget().refusals(), 0u);
 }
 
+// A source that waits in Await until Release, then delivers `data`: a client that sent a
+// header and nothing more yet.
+class SilentSource : public ByteSource {
+ public:
+  explicit SilentSource(const std::vector<uint8_t>& data) : inner_(data, 4096) {}
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override { return inner_.Read(buffer); }
+  absl::StatusOr<bool> Await() override {
+    std::unique_lock lock(mu_);
+    awaiting_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+    return true;
+  }
+  void WaitUntilAwaiting() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return awaiting_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  VectorSource inner_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool awaiting_ = false;
+  bool released_ = false;
+};
+
+TEST_F(MemoryLimitTest, AnEncodeHoldsStripeMemoryInProportionToWhatItsSourceDelivered) {
+  // Nothing delivered yet: nothing held.
+  const std::vector<uint8_t> a = RandomBytes(100000, 31);
+  SilentSource silent(a);
+  absl::StatusOr<ObjectRecord> first;
+  std::thread t1 = EncodeOnAThread("silent", silent, &first);
+  silent.WaitUntilAwaiting();
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  // Part of one stripe delivered: one stripe held, and the rest of the budget is free for
+  // others at once (they neither wait nor are refused).
+  StallingSource stalling(a, 1);
+  absl::StatusOr<ObjectRecord> second;
+  std::thread t2 = EncodeOnAThread("stalling", stalling, &second);
+  stalling.WaitUntilStalled();
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), kStripe);
+  const std::vector<uint8_t> b = RandomBytes(150000, 32);
+  ASSERT_TRUE(Put("other", b).ok());
+  EXPECT_EQ(store_->memory_budget().waits(), 0u);
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), kStripe);
+  silent.Release();
+  stalling.Release();
+  t1.join();
+  t2.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(*Get("silent"), a);
+  EXPECT_EQ(*Get("stalling"), a);
+  EXPECT_EQ(*Get("other"), b);
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+}
+
+TEST_F(MemoryLimitTest, AnEncodeThatCannotGrowGoesOnWithTheStripesItHas) {
+  // One encode holds four of the five stripes; another then gets the fifth and no more, and
+  // still stores its object, one stripe at a time, without waiting.
+  const std::vector<uint8_t> a = RandomBytes(200000, 33);
+  StallingSource stalling(a, 3 * 4);  // Three stripes filled, and the fourth being filled.
+  absl::StatusOr<ObjectRecord> first;
+  std::thread t = EncodeOnAThread("holder", stalling, &first);
+  stalling.WaitUntilStalled();
+  ASSERT_EQ(store_->memory_budget().reserved_bytes(), 4 * kStripe);
+  const std::vector<uint8_t> b = RandomBytes(150000, 34);
+  ASSERT_TRUE(Put("narrow", b).ok());
+  EXPECT_EQ(store_->memory_budget().waits(), 0u);
+  stalling.Release();
+  t.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(*Get("holder"), a);
+  EXPECT_EQ(*Get("narrow"), b);
+}
+
+TEST_F(MemoryLimitTest, AWaitForMemoryEndsAtTheCallersDeadline) {
+  const std::vector<uint8_t> b = RandomBytes(50000, 35);
+  ASSERT_TRUE(Put("b", b).ok());
+  const std::vector<uint8_t> a = RandomBytes(200000, 36);
+  StallingSource stalling(a, 4 * 4);  // All of the budget.
+  absl::StatusOr<ObjectRecord> first;
+  std::thread t = EncodeOnAThread("a", stalling, &first);
+  stalling.WaitUntilStalled();
+  ASSERT_EQ(store_->memory_budget().reserved_bytes(), 5 * kStripe);
+  const absl::Time start = absl::Now();
+  VectorSink sink;
+  const absl::Status read =
+      store_->Read("b", 0, 0, sink, Interrupt{.deadline = start + absl::Milliseconds(150)});
+  EXPECT_EQ(read.code(), absl::StatusCode::kDeadlineExceeded) << read;
+  EXPECT_NE(read.message().find("stripe memory"), std::string::npos) << read;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  std::atomic<bool> gone{false};
+  absl::Status encoded;
+  std::thread leave([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gone = true;
+  });
+  VectorSource source(b);
+  EncodeParams p;
+  p.name = "c";
+  encoded = store_->Encode(p, source, Interrupt{.cancelled = [&] { return gone.load(); }}).status();
+  leave.join();
+  EXPECT_EQ(encoded.code(), absl::StatusCode::kCancelled) << encoded;
+  EXPECT_EQ(store_->memory_budget().waiting(), 0u);
+  EXPECT_EQ(store_->memory_budget().refusals(), 0u);
+  stalling.Release();
+  t.join();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(absl::IsNotFound(store_->Stat("c", false, false).status()));  // Nothing stored.
+  EXPECT_EQ(*Get("b"), b);
+}
+
 TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuffers) {
   // Device labels are written at open, outside the arena: count from here.
   const std::vector<DeviceStatus> opened = *store_->ListDevices();
@@ -108,7 +232,7 @@ TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuff
   EXPECT_EQ(empty.bytes, 5 * kStripe);  // the whole budget
   EXPECT_EQ(empty.free_bytes, empty.bytes);
   const std::vector<uint8_t> a = RandomBytes(200000, 3);
-  StallingSource stalling(a);
+  StallingSource stalling(a, 4 * 4);
   absl::StatusOr<ObjectRecord> encoded;
   std::thread t = EncodeOnAThread("a", stalling, &encoded);
   stalling.WaitUntilStalled();
@@ -468,7 +592,7 @@ class StripesInFlightTest : public TempStoreTest {
     const MemoryBudget& budget = store_->memory_budget();
     const std::vector<uint8_t> data = RandomBytes(12 * 16384, 9);
     std::vector<uint64_t> stripes;
-    StallingSource stalling(data);
+    StallingSource stalling(data, 10 * 4);  // Past the deepest pipeline asked for (10).
     absl::StatusOr<ObjectRecord> stored;
     std::thread encode([&] {
       EncodeParams p;

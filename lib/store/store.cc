@@ -104,42 +104,86 @@ struct Store::StripeSet {
 // Per-object reader/writer locks, created on demand and dropped when unused. Writers are
 // preferred: a writer waiting for its exclusive lock holds the object's turnstile, which new
 // readers pass through first, so a steady stream of reads cannot starve an update. (No request
-// takes an object's lock twice, so the turnstile cannot deadlock.)
+// takes an object's lock twice, so the turnstile cannot deadlock.) A wait gives up when the
+// request's Interrupt fires: a writer that gives up lets the turnstile go.
 class Store::ObjectLocks {
  public:
   struct Lock {
-    std::mutex turnstile;
-    std::shared_mutex rw;
+    std::timed_mutex turnstile;
+    std::shared_timed_mutex rw;
   };
-  // Holds the lock of one object, shared or exclusive, for its lifetime.
+  // Holds the lock of one object, shared or exclusive, for its lifetime once status() is OK;
+  // DeadlineExceeded or Cancelled (nothing held) when `interrupt` fired while it waited.
   class Guard {
    public:
-    Guard(ObjectLocks& table, absl::string_view name, bool exclusive)
+    Guard(ObjectLocks& table, absl::string_view name, bool exclusive,
+          const Interrupt& interrupt = {})
         : table_(table), name_(name), exclusive_(exclusive), lock_(table.Get(name_)) {
-      if (exclusive_) {
-        std::lock_guard turn(lock_->turnstile);
-        lock_->rw.lock();
-      } else {
-        { std::lock_guard turn(lock_->turnstile); }
-        lock_->rw.lock_shared();
+      if (interrupt.never()) {
+        if (exclusive_) {
+          std::lock_guard turn(lock_->turnstile);
+          lock_->rw.lock();
+        } else {
+          { std::lock_guard turn(lock_->turnstile); }
+          lock_->rw.lock_shared();
+        }
+        return;
       }
+      status_ = Take(interrupt);
     }
     ~Guard() {
-      if (exclusive_) {
-        lock_->rw.unlock();
-      } else {
-        lock_->rw.unlock_shared();
+      if (status_.ok()) {
+        if (exclusive_) {
+          lock_->rw.unlock();
+        } else {
+          lock_->rw.unlock_shared();
+        }
       }
       table_.Put(name_, lock_);
     }
     Guard(const Guard&) = delete;
     Guard& operator=(const Guard&) = delete;
 
+    const absl::Status& status() const { return status_; }
+
    private:
+    // Takes the lock as the constructor does, in slices that end when `interrupt` is to be
+    // checked again.
+    absl::Status Take(const Interrupt& interrupt) {
+      std::string what;  // Made once there is a wait.
+      const auto within = [&](auto try_until) -> absl::Status {
+        for (absl::Duration slice = absl::ZeroDuration();;) {
+          if (try_until(std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(slice))) {
+            return absl::OkStatus();
+          }
+          if (what.empty()) {
+            what = absl::StrCat("waiting for the lock of \"", EscapeName(name_),
+                                "\" (an update, delete or recover of it was in progress); "
+                                "nothing was done");
+          }
+          if (absl::Status s = interrupt.Check(what); !s.ok()) return s;
+          slice = std::clamp(interrupt.NextCheck() - absl::Now(), absl::ZeroDuration(),
+                             absl::Seconds(1));
+        }
+      };
+      Lock& l = *lock_;
+      if (absl::Status s = within([&](auto t) { return l.turnstile.try_lock_until(t); }); !s.ok()) {
+        return s;
+      }
+      if (!exclusive_) {
+        l.turnstile.unlock();
+        return within([&](auto t) { return l.rw.try_lock_shared_until(t); });
+      }
+      absl::Status s = within([&](auto t) { return l.rw.try_lock_until(t); });
+      l.turnstile.unlock();
+      return s;
+    }
+
     ObjectLocks& table_;
     const std::string name_;
     const bool exclusive_;
     std::shared_ptr<Lock> lock_;
+    absl::Status status_;
   };
 
  private:
@@ -397,12 +441,13 @@ Store::ArenaStats Store::arena_stats() const {
 }
 
 absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& blocks,
-                                                        uint64_t block_size, uint64_t extra) {
+                                                        uint64_t block_size, uint64_t extra,
+                                                        const Interrupt& interrupt) {
   const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
   uint64_t bytes = extra;
   for (int n : blocks) bytes += RoundUpToPage(static_cast<uint64_t>(n) * stride);
   StripeSet set;
-  absl::StatusOr<MemoryBudget::Reservation> reserved = budget_->Reserve(bytes);
+  absl::StatusOr<MemoryBudget::Reservation> reserved = budget_->Reserve(bytes, interrupt);
   if (!reserved.ok()) return reserved.status();
   set.reservation = std::move(*reserved);
   for (int n : blocks) {
@@ -414,6 +459,19 @@ absl::StatusOr<Store::StripeSet> Store::AllocateStripes(const std::vector<int>& 
     }
   }
   return set;
+}
+
+Store::StripeBuffer* Store::GrowStripes(StripeSet& set, int blocks, uint64_t block_size) {
+  const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
+  std::optional<MemoryBudget::Reservation> reserved =
+      budget_->TryReserve(RoundUpToPage(static_cast<uint64_t>(blocks) * stride));
+  if (!reserved.has_value()) return nullptr;
+  auto buffer = std::make_unique<StripeBuffer>(blocks, block_size, stride, arena_.get());
+  if (arena_ != nullptr && !buffer->memory.in_arena()) arena_fallbacks_.fetch_add(1);
+  if (buffer->memory.get() == nullptr) return nullptr;  // The reservation goes back.
+  set.reservation.Merge(*std::move(reserved));
+  set.buffers.push_back(std::move(buffer));
+  return set.buffers.back().get();
 }
 
 uint64_t Store::LbasPerBlock(uint64_t block_size) const {
@@ -454,7 +512,8 @@ bool Store::DeviceOnline(uint32_t id) {
   return state == DeviceState::kOnline || state == DeviceState::kFailing;
 }
 
-absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSource& source) {
+absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSource& source,
+                                           const Interrupt& interrupt) {
   if (absl::Status s = ValidateObjectName(params.name, options_.max_name_length); !s.ok()) {
     return s;
   }
@@ -505,12 +564,15 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   // thread, the stripes before it are encoded and written: the EC worker that encodes a stripe
   // also computes its blocks' CRC32C in the same pass (CreateTask::checksums) and stages them
   // for the devices (StartBlockWrites), so this thread only copies the source's bytes in. Memory is
-  // (workers + 1 + kWritesInFlight) stripes (or stripes_in_flight) whatever the object's size.
+  // at most (workers + 1 + kWritesInFlight) stripes (or stripes_in_flight) whatever the object's
+  // size, taken as the source delivers: the first stripe once it has bytes (or has ended), one
+  // more whenever every buffer is in use and the source has more, only if the budget has it free
+  // at once (GrowStripes: waiting for more while holding some could deadlock two encodes).
   const uint64_t unit = RoundUpToPage(static_cast<uint64_t>(m + k) * stride);
   const size_t depth = budget_->Fit(
       unit, PipelineDepth(static_cast<size_t>(engine_->workers()) + 1 + kWritesInFlight, unit));
-  absl::StatusOr<StripeSet> buffers =
-      AllocateStripes(std::vector<int>(depth, m + k), object.block_size);
+  if (absl::StatusOr<bool> more = source.Await(); !more.ok()) return more.status();
+  absl::StatusOr<StripeSet> buffers = AllocateStripes({m + k}, object.block_size, 0, interrupt);
   if (!buffers.ok()) return buffers.status();
 
   absl::StatusOr<int64_t> id = catalog_->CreatePendingObject(object);
@@ -571,6 +633,15 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   uint64_t stripe = 0;
   bool eof = false;
   while (!eof) {
+    if (idle.empty() && buffers->buffers.size() < depth) {
+      absl::StatusOr<bool> more = source.Await();
+      if (!more.ok()) return fail(more.status());
+      if (*more) {
+        if (StripeBuffer* grown = GrowStripes(*buffers, m + k, object.block_size)) {
+          idle.push_back(grown);
+        }
+      }
+    }
     if (idle.empty()) {
       if (absl::Status s = finish_oldest(); !s.ok()) return fail(s);
     }
@@ -872,8 +943,13 @@ absl::StatusOr<BlockRecord> Store::AllocateCopy(absl::string_view object, const 
 }
 
 absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offset,
-                                           ByteSource& data, bool append) {
-  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
+                                           ByteSource& data, bool append,
+                                           const Interrupt& interrupt) {
+  // The object's lock and the stripes' memory are taken once the source has bytes: a source
+  // that sends nothing holds neither.
+  if (absl::StatusOr<bool> more = data.Await(); !more.ok()) return more.status();
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true, interrupt);
+  if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
   if (!found.ok()) return LookupError(found.status(), name, options_.max_name_length);
   ObjectRecord object = *found;
@@ -891,7 +967,7 @@ absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offs
   const uint64_t bs = object.block_size;
   const uint64_t stripe_bytes = bs * static_cast<uint64_t>(m);
   // `old` holds a stripe's current blocks as read; `fresh` its new data and parity blocks.
-  absl::StatusOr<StripeSet> buffers = AllocateStripes({width, width}, bs);
+  absl::StatusOr<StripeSet> buffers = AllocateStripes({width, width}, bs, 0, interrupt);
   if (!buffers.ok()) return buffers.status();
   StripeBuffer& old = (*buffers)[0];
   StripeBuffer& fresh = (*buffers)[1];
@@ -1324,8 +1400,10 @@ absl::Status FailSink(ByteSink& sink, absl::Status status) {
 
 }  // namespace
 
-absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink) {
-  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
+absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink,
+                         const Interrupt& interrupt) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false, interrupt);
+  if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
   if (!found.ok()) return LookupError(found.status(), name, options_.max_name_length);
   const ObjectRecord& object = *found;
@@ -1357,7 +1435,8 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
   const size_t depth = budget_->Fit(
       unit, static_cast<size_t>(std::min<uint64_t>(PipelineDepth(kReadAhead + 1, unit), touched)),
       held);
-  absl::StatusOr<StripeSet> buffers = AllocateStripes(std::vector<int>(depth, width), bs, held);
+  absl::StatusOr<StripeSet> buffers =
+      AllocateStripes(std::vector<int>(depth, width), bs, held, interrupt);
   if (!buffers.ok()) return FailSink(sink, buffers.status());
   // The buffers are shared with the sink's pins (ByteSink::WritePinned): a buffer is read into
   // again only once no pin of it is left, and the set lives until the last pin is gone, which
@@ -1511,8 +1590,9 @@ absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t lengt
 }
 
 absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t index,
-                             ByteSink& sink) {
-  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
+                             ByteSink& sink, const Interrupt& interrupt) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false, interrupt);
+  if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
   if (!found.ok()) return LookupError(found.status(), name, options_.max_name_length);
   const ObjectRecord& object = *found;
@@ -1531,7 +1611,7 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
   size_t row = 0;
   const std::vector<const BlockRecord*> by_index = TakeStripe(*blocks, row, stripe, width);
   absl::StatusOr<StripeSet> buffers =
-      AllocateStripes({width}, object.block_size, sink.held_bytes(object.block_size));
+      AllocateStripes({width}, object.block_size, sink.held_bytes(object.block_size), interrupt);
   if (!buffers.ok()) return buffers.status();
   StripeBuffer& buffer = (*buffers)[0];
   sink.SetObject(object);
@@ -1548,7 +1628,7 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
 
 absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with_blocks,
                                            bool verify, bool per_stripe,
-                                           const std::function<bool()>& cancelled) {
+                                           const Interrupt& interrupt) {
   ObjectStatus status;
   status.object = object;
   const uint32_t m = object.data_blocks;
@@ -1557,15 +1637,16 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
   StripeBuffer* buffer = nullptr;
   if (verify) {
     absl::StatusOr<StripeSet> allocated =
-        AllocateStripes({static_cast<int>(width)}, object.block_size);
+        AllocateStripes({static_cast<int>(width)}, object.block_size, 0, interrupt);
     if (!allocated.ok()) return allocated.status();
     buffers = std::move(*allocated);
     buffer = &buffers[0];
   }
   for (uint64_t batch = 0; batch < object.stripe_count; batch += kStripeBatch) {
-    if (cancelled && cancelled()) {
-      return absl::CancelledError(absl::StrCat("stat stopped after ", batch, " of ",
-                                               object.stripe_count, " stripes: the call ended"));
+    if (absl::Status s = interrupt.Check(
+            absl::StrCat("checking stripe ", batch, " of ", object.stripe_count, "; stat stopped"));
+        !s.ok()) {
+      return s;
     }
     const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
     absl::StatusOr<std::vector<BlockRecord>> blocks = catalog_->GetBlocks(object.id, batch, count);
@@ -1609,11 +1690,12 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
 }
 
 absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_blocks, bool verify,
-                                         const std::function<bool()>& cancelled) {
-  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false);
+                                         const Interrupt& interrupt) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false, interrupt);
+  if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
   if (!object.ok()) return LookupError(object.status(), name, options_.max_name_length);
-  return Health(*object, with_blocks, verify, /*per_stripe=*/true, cancelled);
+  return Health(*object, with_blocks, verify, /*per_stripe=*/true, interrupt);
 }
 
 absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
@@ -1640,8 +1722,9 @@ absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
   return out;
 }
 
-absl::StatusOr<uint64_t> Store::Delete(absl::string_view name) {
-  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
+absl::StatusOr<uint64_t> Store::Delete(absl::string_view name, const Interrupt& interrupt) {
+  ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true, interrupt);
+  if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
   if (!object.ok()) return LookupError(object.status(), name, options_.max_name_length);
   std::vector<BlockRecord> blocks;
@@ -1797,11 +1880,13 @@ absl::StatusOr<RecoverProgress> Store::Recover(
   // updates of the object proceed between batches (and `progress`, which may sleep to keep a
   // rate, runs without the lock). Each batch reads the object afresh: an update between batches
   // is seen, a delete ends the walk.
-  const std::vector<uint64_t>& listed = options.stripes;  // empty: every stripe
+  const std::vector<uint64_t>& listed = options.stripes;      // empty: every stripe
+  const Interrupt interrupt{.cancelled = options.cancelled};  // for the lock and memory waits
   bool first = true;
   for (uint64_t batch = listed.empty() ? 0 : listed.front();; first = false) {
     {
-      ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true);
+      ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true, interrupt);
+      if (!guard.status().ok()) return guard.status();
       absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
       if (!found.ok()) {
         if (first) return LookupError(found.status(), name, options_.max_name_length);
@@ -1833,7 +1918,8 @@ absl::StatusOr<RecoverProgress> Store::Recover(
         depth = std::min<uint64_t>(depth, std::max<uint64_t>(object.stripe_count, 2));
         std::vector<int> blocks(depth, width);
         if (options.verify_parity) blocks.push_back(k);
-        absl::StatusOr<StripeSet> allocated = AllocateStripes(blocks, object.block_size);
+        absl::StatusOr<StripeSet> allocated =
+            AllocateStripes(blocks, object.block_size, 0, interrupt);
         if (!allocated.ok()) return allocated.status();
         buffers = std::move(*allocated);
         for (uint64_t d = 0; d < depth; ++d) stripe_buffers.push_back(&buffers[d]);

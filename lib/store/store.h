@@ -15,6 +15,8 @@
 //
 // Thread safety: all methods are thread-safe. Reads and stats of an object run concurrently;
 // update, delete and recover of an object exclude other requests on that object only.
+// Waits: a request waits for its object's lock and for stripe memory; the requests that take an
+// Interrupt stop waiting when it fires (DeadlineExceeded or Cancelled, nothing done or held).
 #ifndef ECD_LIB_STORE_STORE_H_
 #define ECD_LIB_STORE_STORE_H_
 
@@ -44,6 +46,7 @@
 #include "lib/store/device_label.h"
 #include "lib/store/extent_allocator.h"
 #include "lib/store/fs_space.h"
+#include "lib/store/interrupt.h"
 #include "lib/store/io_batch.h"
 #include "lib/store/memory_budget.h"
 #include "lib/store/namespace.h"
@@ -153,6 +156,11 @@ class ByteSource {
   virtual ~ByteSource() = default;
   // Fills a prefix of `buffer`; returns the number of bytes, 0 at the end of the object.
   virtual absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) = 0;
+  // Waits until Read can return without waiting for whoever feeds the source: true when it
+  // will return bytes, false at the end of the object; errors as Read's. Encode and Update call
+  // it before they reserve stripe memory, so that a source that delivers nothing holds none.
+  // The default, for a source that never waits, returns true at once.
+  virtual absl::StatusOr<bool> Await() { return true; }
   // Called once after the last Read, just before the commit; an error abandons the operation
   // as any other would (nothing stored). E.g. a network stream whose end turns out to have been
   // a failure rather than the client's clean close.
@@ -255,8 +263,8 @@ struct RecoverOptions {
   bool check_all = true;
   // false: only check and count (the corrupt flags of bad blocks are still set); write nothing.
   bool repair = true;
-  // Polled between batches of stripes; when it returns true Recover stops with Cancelled (what
-  // was repaired so far stays repaired).
+  // Polled between batches of stripes, and while it waits for the object's lock or for memory;
+  // when it returns true Recover stops with Cancelled (what was repaired so far stays repaired).
   std::function<bool()> cancelled;
   // Not empty: only these stripes (ascending, no repeats) are looked at; the others are left
   // as they are. The repair planner's batches.
@@ -290,7 +298,13 @@ class Store {
   // devices are online; ResourceExhausted when space runs out; Unavailable when a device flush
   // failed (the device is then suspect); DataLoss or Internal when a device write failed (media
   // error, or another command error). On error nothing is stored.
-  absl::StatusOr<ObjectRecord> Encode(const EncodeParams& params, ByteSource& source);
+  // Memory: stripe buffers are reserved as the source delivers bytes (ByteSource::Await), one
+  // stripe before the first, then one more for each stripe filled while the earlier ones are
+  // still encoded and written, up to the pipeline's depth, and only while the budget has them
+  // free at once: a source that delivers little holds little. `interrupt` ends the wait for the
+  // first stripe (DeadlineExceeded or Cancelled).
+  absl::StatusOr<ObjectRecord> Encode(const EncodeParams& params, ByteSource& source,
+                                      const Interrupt& interrupt = {});
 
   // Overwrites bytes [offset, offset + n) of an object with the n bytes of `data`, across block
   // and stripe boundaries. Without `append` the range must lie inside the object; with it the
@@ -302,36 +316,45 @@ class Store {
   // is flushed, and one catalog transaction switches the blocks, size, stripe count and version
   // (+1); then the old extents are freed. A crash or error at any point leaves the old version
   // whole and its new extents free. n == 0 changes nothing (the version stays). Holds the
-  // object's lock exclusively: readers see the old or the new version, never a mix. Memory: two
-  // stripes. NotFound; OutOfRange for an offset past the end, or for bytes past the end without
-  // `append`; DataLoss if a touched stripe cannot be read; ResourceExhausted when space runs out.
+  // object's lock exclusively: readers see the old or the new version, never a mix; the lock
+  // and the memory (two stripes) are taken once `data` has bytes (ByteSource::Await), so that a
+  // source that delivers nothing holds neither. NotFound; OutOfRange for an
+  // offset past the end, or for bytes past the end without `append`; DataLoss if a touched
+  // stripe cannot be read; ResourceExhausted when space runs out; DeadlineExceeded or Cancelled
+  // when `interrupt` fires while it waits for the lock or for memory.
   absl::StatusOr<UpdateResult> Update(absl::string_view name, uint64_t offset, ByteSource& data,
-                                      bool append);
+                                      bool append, const Interrupt& interrupt = {});
 
   // Streams bytes [offset, offset + length) of an object (length 0: to the end) to `sink`,
   // rebuilding blocks that are on failed devices, unreadable or corrupt. NotFound; OutOfRange
   // for an offset past the end; DataLoss when a stripe has fewer than M good blocks. Bytes that
-  // failed their checksum are never passed to the sink.
-  absl::Status Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink);
+  // failed their checksum are never passed to the sink. DeadlineExceeded or Cancelled when
+  // `interrupt` fires while it waits for the object's lock or for memory.
+  absl::Status Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink,
+                    const Interrupt& interrupt = {});
 
   // Streams the block_size bytes of block `index` of stripe `stripe` to `sink`; a block that
   // cannot be read or fails its checksum is rebuilt from its stripe instead (reconstructed = 1).
-  // NotFound; OutOfRange for a stripe or index past the object's; DataLoss.
-  absl::Status GetBlock(absl::string_view name, uint64_t stripe, uint32_t index, ByteSink& sink);
+  // NotFound; OutOfRange for a stripe or index past the object's; DataLoss; `interrupt` as
+  // Read's.
+  absl::Status GetBlock(absl::string_view name, uint64_t stripe, uint32_t index, ByteSink& sink,
+                        const Interrupt& interrupt = {});
 
   // Reports an object's health per stripe; `verify` reads every block and checks its checksum,
-  // marking the ones that fail (a stripe's blocks are read together). `cancelled` (may be empty) is
-  // polled between batches of stripes; when it returns true Stat stops with Cancelled.
+  // marking the ones that fail (a stripe's blocks are read together). `interrupt` ends the waits
+  // for the object's lock and for memory, and is checked between batches of stripes
+  // (DeadlineExceeded or Cancelled).
   absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify,
-                                    const std::function<bool()>& cancelled = {});
+                                    const Interrupt& interrupt = {});
 
   // All committed objects with their health, without per-stripe detail. Takes no object lock;
   // an object deleted or updated while it is measured is skipped or measured again, never
   // reported with lost stripes it does not have.
   absl::StatusOr<std::vector<ObjectStatus>> List();
 
-  // Deletes an object; returns the bytes of device space freed.
-  absl::StatusOr<uint64_t> Delete(absl::string_view name);
+  // Deletes an object; returns the bytes of device space freed. DeadlineExceeded or Cancelled
+  // (nothing deleted) when `interrupt` fires while it waits for the object's lock.
+  absl::StatusOr<uint64_t> Delete(absl::string_view name, const Interrupt& interrupt = {});
 
   // Reads and checks every block of an object and rebuilds each one that is lost or corrupt onto
   // a healthy device holding no other block of its stripe (its own device first, copy-on-write).
@@ -469,10 +492,14 @@ class Store {
   // memory budget may still give it fewer.
   size_t PipelineDepth(size_t own, uint64_t unit) const;
   // The stripe buffers of one request, one per entry of `blocks` (its block count), each block
-  // of `block_size` bytes: reserved from the budget (waiting for it), then allocated.
-  // `extra` more bytes are reserved with the stripes (a sink's own buffers: held_bytes).
+  // of `block_size` bytes: reserved from the budget (waiting for it until `interrupt` fires),
+  // then allocated. `extra` more bytes are reserved with the stripes (a sink's own buffers:
+  // held_bytes).
   absl::StatusOr<StripeSet> AllocateStripes(const std::vector<int>& blocks, uint64_t block_size,
-                                            uint64_t extra = 0);
+                                            uint64_t extra = 0, const Interrupt& interrupt = {});
+  // Adds one buffer of `blocks` blocks to `set` if the budget has its memory free at once
+  // (MemoryBudget::TryReserve); returns it, or null.
+  StripeBuffer* GrowStripes(StripeSet& set, int blocks, uint64_t block_size);
 
   // Block I/Os in flight together (a stripe's writes, or a batch of its reads): a status per
   // block, the namespaces held until the I/Os complete (null: that block's I/O never started),
@@ -678,7 +705,7 @@ class Store {
   // deletes whose punch did not happen), found with Namespace::AllocatedRanges.
   void ReclaimFreeSpace();
   absl::StatusOr<ObjectStatus> Health(const ObjectRecord& object, bool with_blocks, bool verify,
-                                      bool per_stripe, const std::function<bool()>& cancelled = {});
+                                      bool per_stripe, const Interrupt& interrupt = {});
 
   const StoreOptions options_;
   // The DMA arena, if any, and its registration: made by Init before any device opens; the

@@ -1,5 +1,6 @@
 // Tests the store end to end on temporary namespace files: encode and read back, placement,
-// degraded reads, corruption, recover, restart and every refusal.
+// degraded reads, corruption, recover, restart, every refusal, and waits for an object's lock
+// that end with the caller's deadline or cancellation.
 #include "lib/store/store.h"
 
 #include <fcntl.h>
@@ -7,10 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "lib/store/store_test_util.h"
@@ -687,11 +692,166 @@ TEST_F(StoreTest, ARefusedCommitStoresNothing) {
 
 TEST_F(StoreTest, StatVerifyStopsWhenCancelled) {
   ASSERT_TRUE(Put("obj", RandomBytes(100000, 13)).ok());
-  EXPECT_TRUE(absl::IsCancelled(store_->Stat("obj", false, true, [] { return true; }).status()));
-  auto done = store_->Stat("obj", false, true, [] { return false; });
+  EXPECT_TRUE(absl::IsCancelled(
+      store_->Stat("obj", false, true, Interrupt{.cancelled = [] { return true; }}).status()));
+  auto done = store_->Stat("obj", false, true, Interrupt{.cancelled = [] { return false; }});
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->degraded_stripes, 0u);
   EXPECT_EQ(done->object.size, 100000u);
+}
+
+// A source that delivers nothing until Release, then `data`: it waits in Await when
+// `in_await` (a client that sent a header and nothing yet: the update has taken nothing), else
+// in its first Read (a client that stopped mid-stream: the update holds its object's lock and
+// its memory).
+class WaitingSource : public ByteSource {
+ public:
+  WaitingSource(const std::vector<uint8_t>& data, bool in_await)
+      : inner_(data), in_await_(in_await) {}
+  absl::StatusOr<size_t> Read(absl::Span<uint8_t> buffer) override {
+    if (!in_await_) Wait();
+    return inner_.Read(buffer);
+  }
+  absl::StatusOr<bool> Await() override {
+    if (in_await_) Wait();
+    return true;
+  }
+  void WaitUntilWaiting() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return waiting_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  void Wait() {
+    std::unique_lock lock(mu_);
+    waiting_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+  }
+
+  VectorSource inner_;
+  const bool in_await_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool waiting_ = false;
+  bool released_ = false;
+};
+
+// A sink whose Start blocks until Release: a read that holds its object's shared lock.
+class BlockingSink : public VectorSink {
+ public:
+  absl::Status Start(uint64_t size) override {
+    std::unique_lock lock(mu_);
+    started_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return released_; });
+    return VectorSink::Start(size);
+  }
+  void WaitUntilStarted() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return started_; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;
+  bool released_ = false;
+};
+
+Interrupt Within(absl::Duration d) { return Interrupt{.deadline = absl::Now() + d}; }
+
+TEST_F(StoreTest, LockWaitsEndAtTheDeadlineOrWhenTheCallerGoesAway) {
+  std::vector<uint8_t> data = RandomBytes(40000, 21);
+  ASSERT_TRUE(Put("obj", data).ok());
+  // An update whose client stopped mid-stream holds the object's exclusive lock.
+  const std::vector<uint8_t> patch = RandomBytes(100, 22);
+  WaitingSource source(patch, /*in_await=*/false);
+  absl::StatusOr<UpdateResult> updated;
+  std::thread update([&] { updated = store_->Update("obj", 10, source, /*append=*/false); });
+  source.WaitUntilWaiting();
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 2 * 6 * 4096u);  // Its two stripes.
+
+  const absl::Time start = absl::Now();
+  absl::StatusOr<ObjectStatus> stat =
+      store_->Stat("obj", false, false, Within(absl::Milliseconds(100)));
+  const absl::Duration waited = absl::Now() - start;
+  EXPECT_EQ(stat.status().code(), absl::StatusCode::kDeadlineExceeded) << stat.status();
+  EXPECT_NE(stat.status().message().find("lock of \"obj\""), std::string::npos) << stat.status();
+  EXPECT_GE(waited, absl::Milliseconds(100));
+  EXPECT_LT(waited, absl::Seconds(2));
+
+  std::atomic<bool> gone{false};
+  std::thread leave([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    gone = true;
+  });
+  VectorSink sink;
+  const absl::Status read =
+      store_->Read("obj", 0, 0, sink, Interrupt{.cancelled = [&] { return gone.load(); }});
+  leave.join();
+  EXPECT_EQ(read.code(), absl::StatusCode::kCancelled) << read;
+  EXPECT_TRUE(sink.bytes.empty());
+  VectorSink block;
+  EXPECT_EQ(store_->GetBlock("obj", 0, 0, block, Within(absl::Milliseconds(50))).code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(store_->Delete("obj", Within(absl::Milliseconds(50))).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+
+  source.Release();
+  update.join();
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  std::copy(patch.begin(), patch.end(), data.begin() + 10);
+  EXPECT_EQ(*Get("obj"), data);  // The delete that gave up deleted nothing.
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+}
+
+TEST_F(StoreTest, AnUpdateWhoseSourceHasNothingYetHoldsNoLockAndNoMemory) {
+  std::vector<uint8_t> data = RandomBytes(40000, 24);
+  ASSERT_TRUE(Put("obj", data).ok());
+  const std::vector<uint8_t> patch = RandomBytes(100, 25);
+  WaitingSource source(patch, /*in_await=*/true);
+  absl::StatusOr<UpdateResult> updated;
+  std::thread update([&] { updated = store_->Update("obj", 10, source, /*append=*/false); });
+  source.WaitUntilWaiting();
+  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  absl::StatusOr<ObjectStatus> stat = store_->Stat("obj", false, false, Within(absl::Seconds(5)));
+  EXPECT_TRUE(stat.ok()) << stat.status();  // Not held by the update.
+  EXPECT_EQ(*Get("obj"), data);
+  source.Release();
+  update.join();
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  std::copy(patch.begin(), patch.end(), data.begin() + 10);
+  EXPECT_EQ(*Get("obj"), data);
+}
+
+TEST_F(StoreTest, AWriterThatGivesUpLetsNewReadersIn) {
+  const std::vector<uint8_t> data = RandomBytes(40000, 23);
+  ASSERT_TRUE(Put("obj", data).ok());
+  BlockingSink holder;  // A read holding the object's shared lock.
+  absl::Status held;
+  std::thread read([&] { held = store_->Read("obj", 0, 0, holder); });
+  holder.WaitUntilStarted();
+  // A delete waits for the exclusive lock in the turnstile, which new readers pass first...
+  EXPECT_EQ(store_->Delete("obj", Within(absl::Milliseconds(100))).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  // ...and lets it go when it gives up: a new reader gets in beside the first.
+  absl::StatusOr<ObjectStatus> stat = store_->Stat("obj", false, false, Within(absl::Seconds(5)));
+  EXPECT_TRUE(stat.ok()) << stat.status();
+  holder.Release();
+  read.join();
+  EXPECT_TRUE(held.ok()) << held;
+  EXPECT_EQ(holder.bytes, data);
 }
 
 TEST_F(StoreTest, RefusesBadRequestsWithoutSideEffects) {

@@ -27,7 +27,8 @@ limits_client() {
 step "bad limit flags stop ecd at start-up"
 for bad in "--max-message-size 1M" "--max-object-size 0" "--max-object-size 1X" \
   "--max-streams 0" "--max-name-length 0" "--memory-limit 64M" "--max-memory-waiters 0" \
-  "--stripes-in-flight 1" "--stripes-in-flight 65"; do
+  "--stripes-in-flight 1" "--stripes-in-flight 65" "--stream-idle-timeout 5x" \
+  "--max-connection-idle -1s" "--max-connection-idle 600h"; do
   rc=0
   # shellcheck disable=SC2086
   "$ECD" --data-dir "$WORK/bad" $bad >"$WORK/out" 2>&1 || rc=$?
