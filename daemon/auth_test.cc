@@ -11,6 +11,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "daemon/catalog_service.h"
 #include "daemon/cxl_service.h"
 #include "daemon/services.h"
 
@@ -110,7 +111,7 @@ TEST(MethodTable, NamesEveryProtoMethodAndNothingElse) {
     EXPECT_TRUE(table.count(m)) << m << " is not in the role table (it would need admin)";
     EXPECT_NE(RequiredRole(m), Role::kOpen) << m;
   }
-  EXPECT_EQ(proto.size(), 24u);
+  EXPECT_EQ(proto.size(), 25u);
   for (const std::string& m : table) {
     if (RequiredRole(m) == Role::kOpen) continue;  // health, reflection
     EXPECT_TRUE(proto.count(m)) << m << " is in the table but not in ecd.proto";
@@ -271,13 +272,14 @@ class GuardTest : public ::testing::Test {
   void SetUp() override {
     auth_.SetTokens(ThreeTokens());
     for (grpc::Service* s :
-         std::initializer_list<grpc::Service*>{&objects_, &devices_, &rebuilds_, &cxl_}) {
+         std::initializer_list<grpc::Service*>{&objects_, &devices_, &rebuilds_, &cxl_, &catalog_}) {
       builder_.RegisterService(s);
     }
     objects_.set_authorizer(&auth_);
     devices_.set_authorizer(&auth_);
     rebuilds_.set_authorizer(&auth_);
     cxl_.set_authorizer(&auth_);
+    catalog_.set_authorizer(&auth_);
     server_ = builder_.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     stub_ = std::make_unique<grpc::GenericStub>(server_->InProcessChannel({}));
@@ -309,6 +311,7 @@ class GuardTest : public ::testing::Test {
   DevicesService devices_{nullptr, nullptr};
   RebuildsService rebuilds_{nullptr};
   CxlService cxl_{nullptr, nullptr};
+  CatalogService catalog_{nullptr, ""};
   grpc::ServerBuilder builder_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::GenericStub> stub_;
@@ -338,7 +341,7 @@ TEST_F(GuardTest, EveryMethodRefusesTheRoleBelowItsOwn) {
         << s.error_message();
     ++checked;
   }
-  EXPECT_EQ(checked, 12);  // 5 operator + 7 admin methods
+  EXPECT_EQ(checked, 13);  // 5 operator + 8 admin methods
 }
 
 }  // namespace

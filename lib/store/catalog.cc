@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -76,6 +77,8 @@ std::map<sqlite3*, Catalog::Counters*>& CountersByDb() {
   return *by_db;
 }
 
+constexpr char kDamagePayload[] = "type.ecd/catalog-damaged";
+
 absl::Status SqliteError(sqlite3* db, absl::string_view what) {
   const int code = sqlite3_extended_errcode(db);
   std::string message = absl::StrCat("catalog ", what, ": ", sqlite3_errmsg(db));
@@ -86,6 +89,11 @@ absl::Status SqliteError(sqlite3* db, absl::string_view what) {
     if (it != CountersByDb().end()) it->second->errors.fetch_add(1, std::memory_order_relaxed);
   }
   if ((code & 0xff) == SQLITE_FULL) return absl::ResourceExhaustedError(message);
+  if ((code & 0xff) == SQLITE_CORRUPT || (code & 0xff) == SQLITE_NOTADB) {
+    absl::Status damaged = absl::DataLossError(message);
+    damaged.SetPayload(kDamagePayload, absl::Cord("1"));
+    return damaged;
+  }
   return absl::InternalError(message);
 }
 
@@ -321,6 +329,10 @@ constexpr const char* kBlockColumns =
     "stripe, idx, device_id, lba, lba_count, crc32c, corrupt, object_id";
 
 }  // namespace
+
+bool IsCatalogDamage(const absl::Status& status) {
+  return status.GetPayload(kDamagePayload).has_value();
+}
 
 const char* DeviceStateName(DeviceState state) {
   switch (state) {

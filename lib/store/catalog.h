@@ -119,6 +119,10 @@ struct CatalogStats {
   uint64_t errors = 0;
 };
 
+// True when `status` came from SQLite finding the catalog file damaged (SQLITE_CORRUPT or
+// SQLITE_NOTADB). Such a status is DataLoss.
+bool IsCatalogDamage(const absl::Status& status);
+
 class Catalog {
  public:
   // Opens or creates the catalog database at `path`. `read_only`: opens an existing one without

@@ -14,7 +14,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "lib/repair/scrubber.h"
+#include "lib/store/catalog_rebuild.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -469,17 +471,51 @@ TEST_F(FaultStoreTest, ARecoverWhoseRebuiltBlockWriteFailsCommitsNothing) {
 }
 
 TEST_F(FaultStoreTest, WriteEioFailsTheEncodeCleanly) {
-  OpenWithFaults({{3, Rules("write:eio")}});
+  OpenWithFaults({});
+  registry_->SetRules(3, Rules("write:eio"));
   ExpectEncodeFailsCleanly(3, absl::StatusCode::kDataLoss);
 }
 
 TEST_F(FaultStoreTest, TornWriteFailsTheEncodeCleanly) {
-  OpenWithFaults({{5, Rules("write:torn:sector=512")}});
+  OpenWithFaults({});
+  registry_->SetRules(5, Rules("write:torn:sector=512"));
   ExpectEncodeFailsCleanly(5, absl::StatusCode::kDataLoss);
 }
 
+// A device that cannot write its block records at a start does not stop the start: it is
+// failing (it takes no new blocks), the others serve, and bringing it online again gives it
+// its record log back.
+TEST_F(FaultStoreTest, ADeviceThatCannotWriteAtAStartIsFailingAndTheOthersServe) {
+  OpenWithFaults({{3, Rules("write:eio")}});
+  auto devices = store_->ListDevices();
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)[3].record.state, DeviceState::kFailing);
+  const auto data = RandomBytes(100000, 8);
+  auto o = Put("x", data);
+  ASSERT_TRUE(o.ok()) << o.status();
+  auto st = store_->Stat("x", /*with_blocks=*/true, /*verify=*/true);
+  ASSERT_TRUE(st.ok());
+  for (const auto& stripe : st->stripes) {
+    for (const auto& b : stripe.blocks) EXPECT_NE(b.record.device, 3u);
+  }
+  registry_->SetRules(3, {});
+  auto online = store_->SetDeviceState(3, DeviceState::kOnline);
+  ASSERT_TRUE(online.ok()) << online.status();
+  VectorSink sink;
+  ASSERT_TRUE(store_->Read("x", 0, 0, sink).ok());
+  EXPECT_EQ(sink.bytes, data);
+  ASSERT_TRUE(Put("y", RandomBytes(100000, 9)).ok());  // 7 stripes of 6: device 3 has blocks.
+  store_.reset();
+  CatalogToolOptions tool;
+  tool.data_dir = dir_.string();
+  absl::StatusOr<CheckReport> check = CheckCatalog(tool);
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_TRUE(check->differences.empty()) << absl::StrJoin(check->differences, "\n");
+}
+
 TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeAndMakesTheDeviceSuspect) {
-  OpenWithFaults({{1, Rules("flush:eio")}});
+  OpenWithFaults({});
+  registry_->SetRules(1, Rules("flush:eio"));
   std::vector<std::pair<uint32_t, std::string>> suspects;
   store_->SetSuspectListener(
       [&](uint32_t device, const std::string& reason) { suspects.emplace_back(device, reason); });

@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "lib/store/block_record.h"
 #include "lib/store/fault_namespace.h"
 #include "lib/store/store_test_util.h"
 
@@ -175,6 +176,8 @@ class FullFileSystemTest : public TempStoreTest {
     return used >= capacity_ + base_ ? 0 : capacity_ + base_ - used;
   }
   uint64_t NamespaceBytes() { return DiskBytes(dir_ / "devices", ".ns"); }
+  // The bytes of one block-record page (an operation writes one to each device it touches).
+  static uint64_t RecordPage() { return RecordPageBytes(512, kDefaultMaxNameLength); }
   // Stores 60 KiB objects (4 stripes of 4+2 4-KiB blocks: 96 KiB) until one is refused; returns
   // their names.
   std::vector<std::string> Fill(absl::Status* refusal) {
@@ -205,10 +208,12 @@ TEST_F(FullFileSystemTest, EncodesAreRefusedBeforeTheReserveAndDeletesMakeRoom) 
   const std::vector<std::string> names = Fill(&refusal);
   ASSERT_TRUE(IsFileSystemFull(refusal)) << refusal;
   EXPECT_TRUE(absl::StrContains(refusal.message(), "nearly full")) << refusal;
-  // 21 objects of 96 KiB of blocks fit in the 2 MiB above the reserve; the 22nd got one stripe
-  // in, then was refused and gave it back. The reserve is untouched.
-  EXPECT_EQ(names.size(), 21u);
-  EXPECT_EQ(Free(), 3 * kMiB - 21 * 96 * 1024);
+  // Each object takes 96 KiB of blocks and a block-record page on each of the 8 devices: 16 of
+  // them fit in the 2 MiB above the reserve; the 17th got one stripe in, then was refused and
+  // gave it back. The reserve is untouched.
+  const uint64_t object_bytes = 96 * 1024 + 8 * RecordPage();
+  EXPECT_EQ(names.size(), 2 * kMiB / object_bytes);
+  EXPECT_EQ(Free(), 3 * kMiB - names.size() * object_bytes);
   EXPECT_GE(Free(), reserve_);
   EXPECT_EQ(store_->Stat("o" + std::to_string(names.size()), false, false).status().code(),
             absl::StatusCode::kNotFound);
@@ -225,7 +230,8 @@ TEST_F(FullFileSystemTest, EncodesAreRefusedBeforeTheReserveAndDeletesMakeRoom) 
   const uint64_t before = NamespaceBytes();
   ASSERT_TRUE(store_->Delete(names[0]).ok());
   ASSERT_TRUE(store_->Delete(names[1]).ok());
-  EXPECT_EQ(before - NamespaceBytes(), 2 * 6 * 4 * 4096u);  // 4 stripes of 6 blocks each
+  // 4 stripes of 6 blocks each punched; a tombstone page written on each of the 8 devices.
+  EXPECT_EQ(before - NamespaceBytes(), 2 * (6 * 4 * 4096u - 8 * RecordPage()));
   ASSERT_TRUE(Put("again", RandomBytes(60 << 10, 99)).ok());
   // A restart works, and everything stored is there.
   Open();
@@ -249,7 +255,8 @@ TEST_F(FullFileSystemTest, ARefusedUpdateKeepsTheOldVersionAndNothingOnDisk) {
   EXPECT_EQ(st->object.version, 1u);
   EXPECT_EQ(st->degraded_stripes, 0u);
   EXPECT_EQ(Get(names[3]).value(), RandomBytes(60 << 10, 3));
-  // A small update still fits.
+  // Once a delete made room, a small update fits.
+  ASSERT_TRUE(store_->Delete(names[0]).ok());
   const std::vector<uint8_t> small = RandomBytes(5000, 8);
   VectorSource small_src(small);
   ASSERT_TRUE(store_->Update(names[3], 100, small_src, false).ok());

@@ -111,18 +111,17 @@ absl::Status RecordKeeper::CloseClean() {
   return first;
 }
 
-absl::Status RecordKeeper::MarkRunning() {
-  std::map<uint32_t, std::shared_ptr<RecordLog>> logs;
+absl::Status RecordKeeper::MarkRunning(uint32_t device) {
+  std::shared_ptr<RecordLog> log;
   uint64_t mark;
   {
     std::lock_guard lock(mu_);
-    logs = logs_;
+    auto it = logs_.find(device);
+    if (it == logs_.end()) return absl::OkStatus();
+    log = it->second;
     mark = CommittedThroughLocked();
   }
-  for (auto& [device, log] : logs) {
-    if (absl::Status s = log->WriteCheckpoint(/*clean=*/false, mark, mark); !s.ok()) return s;
-  }
-  return absl::OkStatus();
+  return log->WriteCheckpoint(/*clean=*/false, mark, mark);
 }
 
 RecordKeeper::Op::~Op() {

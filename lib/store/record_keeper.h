@@ -59,8 +59,8 @@ class RecordKeeper {
   // At a clean stop: every log's checkpoint says clean, with the final mark. REQUIRES: no
   // operation in flight.
   absl::Status CloseClean();
-  // After a start: every log's checkpoint says running.
-  absl::Status MarkRunning();
+  // After a start: the checkpoint of `device`'s log says running. No log: nothing to do.
+  absl::Status MarkRunning(uint32_t device);
 
   // One operation's records: collected, written by Write, then resolved by Commit or Abort
   // (the destructor aborts one that was written and not committed).

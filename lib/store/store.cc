@@ -254,7 +254,10 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {
   if (!options.nvme.dma_map) options.nvme.dma_map = std::make_shared<nvme::DmaMap>();
   if (!options.namespace_factory) options.namespace_factory = NvmeNamespaceFactory(options.nvme);
   std::unique_ptr<Store> store(new Store(std::move(options)));
-  if (absl::Status s = store->Init(); !s.ok()) return s;
+  if (absl::Status s = store->Init(); !s.ok()) {
+    if (IsCatalogDamage(s)) return store->RefuseDamagedCatalog(s);
+    return s;
+  }
   return store;
 }
 
@@ -2215,6 +2218,8 @@ absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState stat
         if (absl::Status s = LabelDevice(d); !s.ok()) return s;
       }
       if (absl::Status s = ReopenRecordLog(d, label.log); !s.ok()) return s;
+    } else if (records_->log(id) == nullptr) {  // Its log could not be written before.
+      if (absl::Status s = ReopenRecordLog(d, {}); !s.ok()) return s;
     }
   }
   if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;

@@ -680,10 +680,16 @@ class Store {
   // Opens the record log of every open device whose label has one; refuses a catalog behind
   // what those logs say was committed, and a damaged one after an unclean stop. Makes records_.
   absl::Status OpenRecordLogs();
+  // The start-up refusal for `damage` (IsCatalogDamage) found in the catalog: FailedPrecondition
+  // naming the catalog and how to rebuild it.
+  absl::Status RefuseDamagedCatalog(const absl::Status& damage) const;
   // Gives every open device without a record log one (a new device, or one from before block
   // records: allocated from its free LBAs, label rewritten), and snapshots the logs that need it
-  // (after an unclean stop, or a device that missed operations); marks the others running.
+  // (after an unclean stop, or a device that missed operations); marks them running. A device
+  // whose log cannot be written is marked suspect (MarkSuspect) and keeps no log.
   absl::Status PrepareRecordLogs();
+  // PrepareRecordLogs for one device. An error says what could not be written.
+  absl::Status PrepareRecordLog(Device& d);
   // Creates the record log of `d` (in its old place when it had one, else in a newly allocated
   // region), records the place in its label, and writes its first snapshot.
   absl::Status CreateRecordLog(Device& d);

@@ -71,6 +71,12 @@ absl::Status Store::OpenCatalog() {
   return absl::OkStatus();
 }
 
+absl::Status Store::RefuseDamagedCatalog(const absl::Status& damage) const {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "the catalog ", (std::filesystem::path(options_.data_dir) / "catalog.db").string(),
+      " is damaged (", damage.message(), "): ", RebuildAdvice(options_.data_dir)));
+}
+
 absl::Status Store::OpenRecordLogs() {
   absl::StatusOr<uint64_t> catalog_seq = catalog_->CommitSeq();
   if (!catalog_seq.ok()) return catalog_seq.status();
@@ -114,6 +120,12 @@ absl::Status Store::OpenRecordLogs() {
       return absl::FailedPreconditionError(absl::StrCat("after an unclean stop, ", s.message(),
                                                         ". ", RebuildAdvice(options_.data_dir)));
     }
+  }
+  if (max_seq > *catalog_seq) {
+    // Operations numbered past the catalog's mark never committed (a stop came before their
+    // catalog transaction): they are aborted, and the marks written from now on (snapshots,
+    // checkpoints) say so. The catalog says it first, so that it is never behind a mark.
+    if (absl::Status s = catalog_->AdvanceCommitSeq(max_seq); !s.ok()) return s;
   }
   for (auto& [id, log] : logs) {
     // A log that missed operations (its device was away) may hold records they superseded.
@@ -219,19 +231,32 @@ absl::Status Store::PrepareRecordLogs() {
       usable = d->ns != nullptr && d->record.state != DeviceState::kFailed;
     }
     if (!usable) continue;
-    const uint32_t id = d->record.id;
-    if (records_->log(id) == nullptr) {
-      if (absl::Status s = CreateRecordLog(*d); !s.ok()) return s;
-    } else if (stale_logs_.count(id) > 0) {
-      if (absl::Status s = records_->Snapshot(id); !s.ok()) {
-        return absl::Status(s.code(), absl::StrCat("snapshot of device ", id,
-                                                   "'s block-record log: ", s.message()));
-      }
+    if (absl::Status s = PrepareRecordLog(*d); !s.ok()) {
+      // A device that cannot write its records cannot be trusted with new blocks either; the
+      // others still serve.
+      records_->SetLog(d->record.id, nullptr);
+      MarkSuspect(d->record.id, std::string(s.message()));
     }
   }
   stale_logs_.clear();
-  if (absl::Status s = catalog_->DeleteMeta(kResnapshotKey); !s.ok()) return s;
-  return records_->MarkRunning();
+  return catalog_->DeleteMeta(kResnapshotKey);
+}
+
+absl::Status Store::PrepareRecordLog(Device& d) {
+  const uint32_t id = d.record.id;
+  if (records_->log(id) == nullptr) {
+    if (absl::Status s = CreateRecordLog(d); !s.ok()) return s;
+  } else if (stale_logs_.count(id) > 0) {
+    if (absl::Status s = records_->Snapshot(id); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("snapshot of device ", id,
+                                                 "'s block-record log: ", s.message()));
+    }
+  }
+  if (absl::Status s = records_->MarkRunning(id); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("marking device ", id,
+                                               "'s block-record log running: ", s.message()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace ecd::store
