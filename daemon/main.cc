@@ -507,9 +507,6 @@ int Main(int argc, char** argv) {
              "no --tokens-file: every client that reaches %s may call every RPC", f.listen);
   }
 
-  // Every gRPC connection holds a descriptor, and so do the store's devices.
-  RaiseDescriptorLimit();
-
   // Before the store: the store's hooks count into it until the store is gone.
   ecd::daemon::DaemonMetrics metrics(ECD_VERSION);
   authorizer.SetDeniedHook(metrics.AuthDeniedHook());
@@ -814,6 +811,9 @@ int Main(int argc, char** argv) {
     ecd::daemon::SetFdPeerResolver([tcp](int fd) { return tcp->PeerOf(fd); });
   }
   serving_options.acceptor = std::move(acceptor);
+  // Every gRPC connection holds a descriptor. Raised here, once every refusal to start has been
+  // given (each is one line), and before the limit is used.
+  RaiseDescriptorLimit();
   const uint32_t max_connections =
       f.max_connections != 0 ? f.max_connections : AutoMaxConnections();
   serving_options.max_connections = max_connections;

@@ -163,7 +163,9 @@ absl::StatusOr<std::unique_ptr<TcpAcceptor>> TcpAcceptor::Listen(const std::stri
     if (fd < 0) {
       if (address.optional || (wildcard && &address == &addresses.front())) continue;
       return absl::UnavailableError(absl::StrCat(
-          "cannot listen on ", listen, ": ", std::strerror(errno), " (is another ecd running?)"));
+          "cannot listen on ", listen, ": ", std::strerror(errno),
+          "; is the port taken by another program, or the address not this host's? Give another "
+          "--listen"));
     }
     acceptor->listeners_.push_back(fd);
     if (acceptor->port_ == 0) acceptor->port_ = BoundPort(fd);

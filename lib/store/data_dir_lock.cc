@@ -15,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "lib/util/log.h"
 
 namespace ecd::store {
 namespace {
@@ -78,6 +79,14 @@ absl::StatusOr<std::unique_ptr<DataDirLock>> DataDirLock::Acquire(const std::str
   if (::ftruncate(fd, 0) == 0) written = ::pwrite(fd, pid.data(), pid.size(), 0);
   if (written != static_cast<ssize_t>(pid.size())) {
     const int err = written < 0 ? errno : EIO;  // a short write sets no errno
+    if (err == ENOSPC || err == EDQUOT) {
+      // The lock is the flock; the PID only names its holder. A full file system must not
+      // stop the start that deletes make room on.
+      (void)!::ftruncate(fd, 0);
+      Log(LogLevel::kWarning, "the file system is full: the lock file %s does not name this PID",
+          path);
+      return std::unique_ptr<DataDirLock>(new DataDirLock(std::move(path), fd));
+    }
     ::close(fd);
     return Errno(absl::StrCat("write the PID into the lock file ", path), err);
   }

@@ -54,6 +54,12 @@ class Namespace {
   // Tells the device the LBAs no longer hold data (like NVMe Deallocate). Best effort.
   virtual void Deallocate(uint64_t lba, uint64_t count) {}
 
+  // Makes the LBAs take their space now, so that later writes to them cannot fail for want of
+  // it (fallocate of a sparse namespace file; what they read is unchanged). OK where space is
+  // not taken on write (the default; a block device). ResourceExhausted when the file system
+  // cannot hold them.
+  virtual absl::Status Reserve(uint64_t lba, uint64_t count) { return absl::OkStatus(); }
+
   // The LBA ranges, ascending and disjoint, that take space on the device: those of a sparse
   // namespace file that are not holes. Empty when there are none or the namespace cannot tell
   // (the default; a block device). Used to give back the space of free extents at start-up.

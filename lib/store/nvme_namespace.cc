@@ -98,6 +98,20 @@ class NvmeNamespace final : public Namespace {
                       static_cast<off_t>(lba * lba_size()), static_cast<off_t>(count * lba_size()));
   }
 
+  absl::Status Reserve(uint64_t lba, uint64_t count) override {
+    if (!regular_file_) return absl::OkStatus();
+    if (::fallocate(fd_, FALLOC_FL_KEEP_SIZE, static_cast<off_t>(lba * lba_size()),
+                    static_cast<off_t>(count * lba_size())) == 0 ||
+        errno == EOPNOTSUPP) {
+      return absl::OkStatus();
+    }
+    const int error = errno;
+    const std::string what = absl::StrCat("reserving LBAs [", lba, ", ", lba + count, ") of ",
+                                          path_, ": ", std::strerror(error));
+    if (error == ENOSPC) return absl::ResourceExhaustedError(what);
+    return absl::InternalError(what);
+  }
+
   std::vector<LbaRange> AllocatedRanges() const override {
     std::vector<LbaRange> out;
     if (!regular_file_) return out;

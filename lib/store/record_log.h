@@ -61,6 +61,7 @@ class RecordLog {
 
   const RecordLogState& opened_state() const { return opened_; }
   size_t page_bytes() const { return place_.page_bytes; }
+  const RecordLogPlace& place() const { return place_; }
   uint32_t device() const { return device_; }
 
   // Pages of the current half not yet written nor promised.

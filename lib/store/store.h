@@ -690,6 +690,10 @@ class Store {
   absl::Status PrepareRecordLogs();
   // PrepareRecordLogs for one device. An error says what could not be written.
   absl::Status PrepareRecordLog(Device& d);
+  // Makes the record log at `place` of device `id` take its space on the file system now, so
+  // that record writes (a delete's tombstones on a full disk) do not fail for want of it. A
+  // failure is logged, not returned: the writes then fail as any write does.
+  void ReserveRecordLog(uint32_t id, Namespace& ns, const RecordLogPlace& place);
   // Creates the record log of `d` (in its old place when it had one, else in a newly allocated
   // region), records the place in its label, and writes its first snapshot.
   absl::Status CreateRecordLog(Device& d);

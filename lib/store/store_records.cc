@@ -2,6 +2,7 @@
 // empty, damaged or behind what its devices say was committed is refused with what to do; the
 // record logs are opened, created for devices without one, and snapshot where they may hold
 // records of operations that never committed (docs/formats.md, "The commit point").
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -146,10 +147,31 @@ RecordLogPlace Store::AllocateRecordLog(Device& d) {
   const uint32_t lba_size = d.record.lba_size;
   const size_t page_bytes = RecordPageBytes(lba_size, options_.max_name_length);
   const uint64_t lbas = RecordLogLbas(d.record.size_bytes / lba_size, lba_size, page_bytes);
+  // Page-aligned, so that reserving its space (ReserveRecordLog) takes no file-system block that
+  // a neighbouring extent shares and punches when freed.
+  const uint64_t align = std::max<uint64_t>(1, page_bytes / lba_size);
   std::lock_guard lock(mu_);
-  std::optional<uint64_t> first = d.allocator.Allocate(lbas);
-  if (!first) return {};
-  return {*first, lbas, static_cast<uint32_t>(page_bytes)};
+  std::optional<uint64_t> got = d.allocator.Allocate(lbas + align - 1);
+  if (!got) return {};
+  const uint64_t first = (*got + align - 1) / align * align;
+  const uint64_t slack_after = *got + align - 1 - first;
+  if (first > *got) (void)d.allocator.Free(*got, first - *got);
+  if (slack_after > 0) (void)d.allocator.Free(first + lbas, slack_after);
+  return {first, lbas, static_cast<uint32_t>(page_bytes)};
+}
+
+void Store::ReserveRecordLog(uint32_t id, Namespace& ns, const RecordLogPlace& place) {
+  // Whole pages only: a file-system block shared with a neighbouring extent is left alone.
+  const uint64_t per_page = std::max<uint64_t>(1, place.page_bytes / ns.lba_size());
+  const uint64_t first = (place.first_lba + per_page - 1) / per_page * per_page;
+  const uint64_t end = (place.first_lba + place.lba_count) / per_page * per_page;
+  if (end <= first) return;
+  if (absl::Status s = ns.Reserve(first, end - first); !s.ok()) {
+    Log(LogLevel::kWarning,
+        "device %d: its block-record log cannot take its space now (%s); record writes may fail "
+        "when the file system is full, and fail their requests",
+        id, s.message());
+  }
 }
 
 absl::Status Store::CreateRecordLog(Device& d) {
@@ -174,6 +196,7 @@ absl::Status Store::CreateRecordLog(Device& d) {
         id);
     return absl::OkStatus();
   }
+  ReserveRecordLog(id, *ns, place);
   absl::StatusOr<std::unique_ptr<RecordLog>> log =
       RecordLog::Create(ns, place, store_id_, id, records_->max_seq());
   absl::Status s = log.status();
@@ -212,6 +235,7 @@ absl::Status Store::ReopenRecordLog(Device& d, const RecordLogPlace& labelled) {
     place = d.log_place;
   }
   if (!place.empty()) {
+    ReserveRecordLog(id, *ns, place);
     absl::StatusOr<std::unique_ptr<RecordLog>> log = RecordLog::Open(ns, place, store_id_, id);
     if (log.ok()) {
       records_->SetLog(id, std::move(*log));
@@ -244,6 +268,10 @@ absl::Status Store::PrepareRecordLogs() {
 
 absl::Status Store::PrepareRecordLog(Device& d) {
   const uint32_t id = d.record.id;
+  if (std::shared_ptr<RecordLog> log = records_->log(id)) {
+    std::shared_ptr<Namespace> ns = NamespaceOf(id, /*online_only=*/false);
+    if (ns != nullptr) ReserveRecordLog(id, *ns, log->place());
+  }
   if (records_->log(id) == nullptr) {
     if (absl::Status s = CreateRecordLog(d); !s.ok()) return s;
   } else if (stale_logs_.count(id) > 0) {

@@ -91,7 +91,7 @@ rc=0
 kill "$holder"
 wait "$holder" 2>/dev/null || true
 [ "$rc" -eq 1 ] || fail "ecd on a taken port exited $rc: $(cat "$WORK/err")"
-grep -qF "ERROR cannot listen on 127.0.0.1:$port or unix:$WORK/data/ecd.sock: is the port taken by another program" "$WORK/err" ||
+grep -qF "ERROR cannot listen on 127.0.0.1:$port: Address already in use; is the port taken by another program" "$WORK/err" ||
   fail "unclear message: $(cat "$WORK/err")"
 echo "   refused: $(grep -F "cannot listen" "$WORK/err")"
 echo

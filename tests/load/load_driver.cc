@@ -865,7 +865,7 @@ int main(int argc, char** argv) {
       uint64_t used = 0, blocks = 0;
       for (const auto& d : resp.devices()) {
         used += d.used_bytes(), blocks += d.blocks();
-        expected_used += d.lba_size();  // every device's label takes one LBA
+        expected_used += d.metadata_bytes();  // its label and its block-record log
       }
       std::printf("devices: %.1f MB used by %llu blocks; the objects' blocks take %.1f MB\n",
                   used / 1e6, static_cast<unsigned long long>(blocks), expected_used / 1e6);
