@@ -152,8 +152,10 @@ int main(int argc, char** argv) {
       return Fail(absl::StrCat("object ", i, " does not read back after the rebuild"));
     }
   }
-  std::printf("| objects | encode (%d threads) | clean start | --rebuild-catalog | first start after it |\n",
-              threads);
+  std::printf(
+      "| objects | encode (%d threads) | clean start | --rebuild-catalog | first start after it "
+      "|\n",
+      threads);
   std::printf("|---:|---:|---:|---:|---:|\n");
   std::printf("| %d | %.1f s (%.0f objects/s) | %.2f s | %.2f s (%.0f objects/s) | %.2f s |\n",
               objects, encode_s, objects / encode_s, start_s, rebuild_s, objects / rebuild_s,

@@ -1001,7 +1001,8 @@ void CatalogBackup(Client& c, const std::string& file) {
   const std::string partial = file + ".partial";
   FILE* out = std::fopen(partial.c_str(), "wb");
   if (out == nullptr) {
-    throw Failure{kExitLocalFile, absl::StrCat("cannot create ", partial, ": ", std::strerror(errno))};
+    throw Failure{kExitLocalFile,
+                  absl::StrCat("cannot create ", partial, ": ", std::strerror(errno))};
   }
   auto fail_local = [&](const std::string& what) {
     std::fclose(out);
@@ -1038,8 +1039,8 @@ void CatalogBackup(Client& c, const std::string& file) {
   if (std::fflush(out) != 0 || ::fsync(::fileno(out)) != 0) fail_local("cannot flush");
   std::fclose(out);
   if (std::rename(partial.c_str(), file.c_str()) != 0) {
-    throw Failure{kExitLocalFile,
-                  absl::StrCat("cannot rename ", partial, " to ", file, ": ", std::strerror(errno))};
+    throw Failure{kExitLocalFile, absl::StrCat("cannot rename ", partial, " to ", file, ": ",
+                                               std::strerror(errno))};
   }
   if (c.globals().json) {
     tools::CatalogBackupResult result;

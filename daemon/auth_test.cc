@@ -271,8 +271,8 @@ class GuardTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auth_.SetTokens(ThreeTokens());
-    for (grpc::Service* s :
-         std::initializer_list<grpc::Service*>{&objects_, &devices_, &rebuilds_, &cxl_, &catalog_}) {
+    for (grpc::Service* s : std::initializer_list<grpc::Service*>{&objects_, &devices_, &rebuilds_,
+                                                                  &cxl_, &catalog_}) {
       builder_.RegisterService(s);
     }
     objects_.set_authorizer(&auth_);

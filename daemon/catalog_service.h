@@ -7,8 +7,8 @@
 
 #include "daemon/auth.h"
 #include "daemon/request_limiter.h"
-#include "lib/store/store.h"
 #include "ecd/v1/ecd.grpc.pb.h"
+#include "lib/store/store.h"
 
 namespace ecd::daemon {
 

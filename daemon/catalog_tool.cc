@@ -49,7 +49,8 @@ int RunCatalogTool(CatalogTool tool, const std::string& data_dir,
   if (tool == CatalogTool::kRebuild) {
     absl::StatusOr<store::RebuildReport> r = store::RebuildCatalog(options);
     if (!r.ok()) {
-      std::fprintf(stderr, "ecd: --rebuild-catalog: %s\n", std::string(r.status().message()).c_str());
+      std::fprintf(stderr, "ecd: --rebuild-catalog: %s\n",
+                   std::string(r.status().message()).c_str());
       return 1;
     }
     const store::Resolution& res = r->resolution;
@@ -68,7 +69,8 @@ int RunCatalogTool(CatalogTool tool, const std::string& data_dir,
           "out; committed through operation %lu\n",
           seconds(), res.objects.size(), r->blocks, res.missing_blocks, res.deleted,
           res.uncommitted, res.voided, res.committed_through);
-      if (!r->kept_aside.empty()) std::printf("the old catalog is kept as %s\n", r->kept_aside.c_str());
+      if (!r->kept_aside.empty())
+        std::printf("the old catalog is kept as %s\n", r->kept_aside.c_str());
       PrintLines("not restored", res.not_restored);
     }
     return 0;
@@ -79,16 +81,18 @@ int RunCatalogTool(CatalogTool tool, const std::string& data_dir,
     return 1;
   }
   if (json) {
-    std::printf("{\"objects\":%lu,\"on_devices\":%zu,\"seconds\":%.3f,\"devices\":%s,"
-                "\"differences\":%s}\n",
-                r->objects, r->resolution.objects.size(), seconds(), JsonList(r->devices).c_str(),
-                JsonList(r->differences).c_str());
+    std::printf(
+        "{\"objects\":%lu,\"on_devices\":%zu,\"seconds\":%.3f,\"devices\":%s,"
+        "\"differences\":%s}\n",
+        r->objects, r->resolution.objects.size(), seconds(), JsonList(r->devices).c_str(),
+        JsonList(r->differences).c_str());
   } else {
-    std::printf("checked the catalog (%lu objects) against the devices (%zu objects) in %.1f s: "
-                "%s\n",
-                r->objects, r->resolution.objects.size(), seconds(),
-                r->differences.empty() ? "they agree"
-                                       : absl::StrCat(r->differences.size(), " differences").c_str());
+    std::printf(
+        "checked the catalog (%lu objects) against the devices (%zu objects) in %.1f s: "
+        "%s\n",
+        r->objects, r->resolution.objects.size(), seconds(),
+        r->differences.empty() ? "they agree"
+                               : absl::StrCat(r->differences.size(), " differences").c_str());
     PrintLines("differences", r->differences);
   }
   return r->differences.empty() ? 0 : 3;

@@ -5,8 +5,8 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -629,8 +629,9 @@ int Main(int argc, char** argv) {
   if (f.rebuild_catalog || f.check_catalog) {
     return ecd::daemon::RunCatalogTool(
         f.rebuild_catalog ? ecd::daemon::CatalogTool::kRebuild : ecd::daemon::CatalogTool::kCheck,
-        f.data_dir, options.namespace_factory ? options.namespace_factory
-                                              : ecd::store::NvmeNamespaceFactory(options.nvme),
+        f.data_dir,
+        options.namespace_factory ? options.namespace_factory
+                                  : ecd::store::NvmeNamespaceFactory(options.nvme),
         f.json);
   }
   if (!f.unix_socket.empty()) {

@@ -365,8 +365,8 @@ void DaemonMetrics::Attach(store::Store* store, repair::RepairPlanner* planner,
   r.AddCallback(MetricType::kGauge, "ecd_device_capacity_bytes", "Size of the device.", {"device"},
                 per_device([](const store::DeviceStatus& d) { return d.record.size_bytes; }));
   r.AddCallback(MetricType::kGauge, "ecd_device_used_bytes",
-                "Bytes of the device allocated: blocks, label and block-record log.",
-                {"device"}, per_device([](const store::DeviceStatus& d) { return d.used_bytes; }));
+                "Bytes of the device allocated: blocks, label and block-record log.", {"device"},
+                per_device([](const store::DeviceStatus& d) { return d.used_bytes; }));
   r.AddCallback(MetricType::kGauge, "ecd_device_metadata_bytes",
                 "Bytes of the device held by its label and its block-record log.", {"device"},
                 per_device([](const store::DeviceStatus& d) { return d.metadata_bytes; }));

@@ -57,7 +57,8 @@ TEST(TcpAcceptorTest, APortInUseIsUnavailable) {
   absl::StatusOr<std::unique_ptr<TcpAcceptor>> second =
       TcpAcceptor::Listen(absl::StrCat("127.0.0.1:", (*first)->port()));
   EXPECT_TRUE(absl::IsUnavailable(second.status())) << second.status();
-  EXPECT_NE(second.status().message().find("another ecd"), std::string::npos);
+  EXPECT_NE(second.status().message().find("is the port taken by another program"),
+            std::string::npos);
 }
 
 TEST(TcpAcceptorTest, HandsOutConnectionsUpToTheLimitAndClosesTheRest) {

@@ -14,7 +14,14 @@ namespace {
 constexpr char kPageMagic[8] = {'E', 'C', 'D', 'R', 'E', 'C', 'S', '1'};
 constexpr char kCheckpointMagic[8] = {'E', 'C', 'D', 'R', 'C', 'K', 'P', 'T'};
 
-enum RecordType : uint8_t { kEndOfPage = 0, kObject = 1, kBlock = 2, kEnd = 3, kTomb = 4, kAbort = 5 };
+enum RecordType : uint8_t {
+  kEndOfPage = 0,
+  kObject = 1,
+  kBlock = 2,
+  kEnd = 3,
+  kTomb = 4,
+  kAbort = 5
+};
 constexpr size_t kBlockBytes = 35;
 constexpr size_t kEndBytes = 17;
 constexpr size_t kTombBytes = 17;

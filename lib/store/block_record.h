@@ -111,9 +111,9 @@ absl::StatusOr<PageHeader> DecodePage(absl::Span<const uint8_t> page, RecordSet&
 struct Checkpoint {
   std::string store_id;
   uint32_t device = 0;
-  uint64_t counter = 0;     // Written alternately to slots 0 and 1; the higher valid one wins.
-  uint64_t generation = 0;  // Of the current half; its pages carry it.
-  uint32_t half = 0;        // 0 or 1.
+  uint64_t counter = 0;         // Written alternately to slots 0 and 1; the higher valid one wins.
+  uint64_t generation = 0;      // Of the current half; its pages carry it.
+  uint32_t half = 0;            // 0 or 1.
   uint32_t snapshot_pages = 0;  // Pages [0, snapshot_pages) of the half are its snapshot.
   uint32_t next_page = 0;       // Where appends continued when it was written.
   bool clean = false;           // Written by a clean stop; false while ecd runs.

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/cord.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -1057,15 +1057,17 @@ absl::Status Catalog::Backup(const std::string& path) {
   }
   sqlite3_backup* backup = sqlite3_backup_init(to, "main", db_, "main");
   if (backup == nullptr) {
-    absl::Status s = absl::InternalError(absl::StrCat("backup to ", path, ": ", sqlite3_errmsg(to)));
+    absl::Status s =
+        absl::InternalError(absl::StrCat("backup to ", path, ": ", sqlite3_errmsg(to)));
     sqlite3_close(to);
     return s;
   }
   const int rc = sqlite3_backup_step(backup, -1);
   sqlite3_backup_finish(backup);
-  absl::Status s = rc == SQLITE_DONE ? absl::OkStatus()
-                                     : absl::InternalError(absl::StrCat(
-                                           "backup to ", path, ": ", sqlite3_errmsg(to)));
+  absl::Status s =
+      rc == SQLITE_DONE
+          ? absl::OkStatus()
+          : absl::InternalError(absl::StrCat("backup to ", path, ": ", sqlite3_errmsg(to)));
   sqlite3_close(to);
   return s;
 }

@@ -48,8 +48,8 @@ absl::Status FindLabel(FoundDevice& d) {
     if (n <= 0) break;
     const off_t base = data & ~off_t{511};
     for (ssize_t off = 0; off + static_cast<ssize_t>(kDeviceLabelBytes) <= n; off += 512) {
-      absl::StatusOr<DeviceLabel> label = DecodeDeviceLabel(
-          absl::MakeConstSpan(chunk.data() + off, static_cast<size_t>(n - off)));
+      absl::StatusOr<DeviceLabel> label =
+          DecodeDeviceLabel(absl::MakeConstSpan(chunk.data() + off, static_cast<size_t>(n - off)));
       if (!label.ok() || label->lba_size == 0 || (base + off) % label->lba_size != 0) continue;
       d.label = *label;
       d.label_lba = static_cast<uint64_t>(base + off) / label->lba_size;
@@ -88,9 +88,10 @@ absl::StatusOr<std::vector<FoundDevice>> FindDevices(const std::string& data_dir
     if (d.label) ++votes[d.label->store_id];
   }
   if (votes.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "no namespace under ", data_dir, "/devices carries an ecd device label: there is nothing "
-        "to rebuild the catalog from (is this the right --data-dir?)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("no namespace under ", data_dir,
+                     "/devices carries an ecd device label: there is nothing "
+                     "to rebuild the catalog from (is this the right --data-dir?)"));
   }
   auto best = std::max_element(votes.begin(), votes.end(),
                                [](const auto& a, const auto& b) { return a.second < b.second; });
@@ -158,10 +159,10 @@ std::vector<DeviceRecords> Usable(const std::vector<FoundDevice>& found) {
 std::vector<std::string> DeviceLines(const std::vector<FoundDevice>& found) {
   std::vector<std::string> lines;
   for (const FoundDevice& d : found) {
-    lines.push_back(d.problem.empty()
-                        ? absl::StrCat("device ", d.id, ": ", d.records.records.blocks.size(),
-                                       " block records")
-                        : absl::StrCat("device ", d.id, ": not used, ", d.problem));
+    lines.push_back(
+        d.problem.empty()
+            ? absl::StrCat("device ", d.id, ": ", d.records.records.blocks.size(), " block records")
+            : absl::StrCat("device ", d.id, ": not used, ", d.problem));
   }
   return lines;
 }
@@ -173,8 +174,8 @@ void PlaceMissingBlocks(const std::vector<FoundDevice>& found, Resolution& r) {
   std::map<uint32_t, uint32_t> lba_size;
   for (const FoundDevice& d : found) {
     if (!d.label || !d.problem.empty()) continue;
-    auto& a = space.emplace(d.id, ExtentAllocator(d.label->size_bytes / d.label->lba_size))
-                  .first->second;
+    auto& a =
+        space.emplace(d.id, ExtentAllocator(d.label->size_bytes / d.label->lba_size)).first->second;
     lba_size[d.id] = d.label->lba_size;
     (void)a.MarkUsed(d.label_lba, 1);
     (void)a.MarkUsed(d.label->log.first_lba, d.label->log.lba_count);
@@ -248,9 +249,9 @@ absl::Status WriteCatalog(const std::string& path, const std::string& store_id,
         return s;
       }
     } else {
-      const std::string why = d == nullptr ? "its namespace was missing when the catalog was rebuilt"
-                                           : absl::StrCat("when the catalog was rebuilt, ",
-                                                          d->problem);
+      const std::string why = d == nullptr
+                                  ? "its namespace was missing when the catalog was rebuilt"
+                                  : absl::StrCat("when the catalog was rebuilt, ", d->problem);
       if (absl::Status s = c.SetDeviceDown(id, now_ms, why); !s.ok()) return s;
     }
   }
@@ -291,24 +292,24 @@ absl::StatusOr<RebuildReport> RebuildCatalog(const CatalogToolOptions& options) 
   if (absl::Status s =
           WriteCatalog(fresh, store_id, *found, report.resolution, options, report.blocks);
       !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("writing the new catalog ", fresh, ": ",
-                                               s.message(), "; the old catalog was not touched"));
+    return absl::Status(s.code(), absl::StrCat("writing the new catalog ", fresh, ": ", s.message(),
+                                               "; the old catalog was not touched"));
   }
   const std::string current = (dir / "catalog.db").string();
-  const std::string aside =
-      absl::StrCat(current, ".replaced-", absl::ToUnixMillis(absl::Now()));
+  const std::string aside = absl::StrCat(current, ".replaced-", absl::ToUnixMillis(absl::Now()));
   for (const char* suffix : {"", "-wal", "-shm"}) {
     if (!fs::exists(current + suffix, ec)) continue;
     fs::rename(current + suffix, aside + suffix, ec);
-    if (ec) return absl::InternalError(absl::StrCat("move ", current, suffix, " aside: ", ec.message()));
+    if (ec)
+      return absl::InternalError(absl::StrCat("move ", current, suffix, " aside: ", ec.message()));
     if (report.kept_aside.empty()) report.kept_aside = aside;
   }
   fs::rename(fresh, current, ec);
   if (ec) return absl::InternalError(absl::StrCat("rename ", fresh, ": ", ec.message()));
   if (absl::Status s = SyncParentDir(current); !s.ok()) return s;
   if (options.progress) {
-    options.progress(absl::StrCat("catalog: wrote ", report.resolution.objects.size(),
-                                  " objects, ", report.blocks, " blocks to ", current));
+    options.progress(absl::StrCat("catalog: wrote ", report.resolution.objects.size(), " objects, ",
+                                  report.blocks, " blocks to ", current));
   }
   return report;
 }

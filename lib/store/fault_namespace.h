@@ -112,7 +112,9 @@ class FaultNamespace final : public Namespace {
   // failed (injected or not), every later flush fails.
   absl::Status Flush() override;
   void Deallocate(uint64_t lba, uint64_t count) override { inner_->Deallocate(lba, count); }
-  absl::Status Reserve(uint64_t lba, uint64_t count) override { return inner_->Reserve(lba, count); }
+  absl::Status Reserve(uint64_t lba, uint64_t count) override {
+    return inner_->Reserve(lba, count);
+  }
   std::vector<LbaRange> AllocatedRanges() const override { return inner_->AllocatedRanges(); }
 
   // The inner namespace's counters followed by this one's: io_reads, io_writes, io_flushes,

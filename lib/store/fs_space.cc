@@ -56,7 +56,9 @@ class ClaimReleasingNamespace final : public Namespace {
   }
   absl::Status Flush() override { return inner_->Flush(); }
   void Deallocate(uint64_t lba, uint64_t count) override { inner_->Deallocate(lba, count); }
-  absl::Status Reserve(uint64_t lba, uint64_t count) override { return inner_->Reserve(lba, count); }
+  absl::Status Reserve(uint64_t lba, uint64_t count) override {
+    return inner_->Reserve(lba, count);
+  }
   std::vector<LbaRange> AllocatedRanges() const override { return inner_->AllocatedRanges(); }
   std::vector<std::pair<std::string, uint64_t>> Counters() const override {
     return inner_->Counters();

@@ -120,7 +120,9 @@ class PowerCutNamespace final : public Namespace {
   // Not journaled: the store only deallocates extents no catalog row points at, whose bytes
   // do not matter after a cut.
   void Deallocate(uint64_t lba, uint64_t count) override { inner_->Deallocate(lba, count); }
-  absl::Status Reserve(uint64_t lba, uint64_t count) override { return inner_->Reserve(lba, count); }
+  absl::Status Reserve(uint64_t lba, uint64_t count) override {
+    return inner_->Reserve(lba, count);
+  }
   std::vector<LbaRange> AllocatedRanges() const override { return inner_->AllocatedRanges(); }
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 

@@ -64,8 +64,8 @@ absl::Status RecordKeeper::SnapshotLocked(uint32_t device, const std::shared_ptr
     header.seq = mark;
     absl::Status s = hooks_.blocks_on_device(
         device, [&](const ObjectRecord& object, const BlockRecord& b) -> absl::Status {
-          BlockEntry e{mark, object.id, b.stripe, b.index, b.lba, b.lba_count, b.crc32c,
-                       object.block_size};
+          BlockEntry e{mark,  object.id,   b.stripe, b.index,
+                       b.lba, b.lba_count, b.crc32c, object.block_size};
           if (object.id != current) {
             header.object = object;
             current = object.id;
@@ -141,8 +141,8 @@ void RecordKeeper::Op::DeleteObject(int64_t object_id, std::vector<uint32_t> dev
 }
 
 std::vector<std::unique_ptr<PageBuilder>> RecordKeeper::Op::Pages(uint32_t device,
-                                                                 size_t page_bytes,
-                                                                 uint64_t total_blocks) const {
+                                                                  size_t page_bytes,
+                                                                  uint64_t total_blocks) const {
   std::vector<std::unique_ptr<PageBuilder>> pages;
   pages.push_back(std::make_unique<PageBuilder>(page_bytes));
   auto next = [&]() { pages.push_back(std::make_unique<PageBuilder>(page_bytes)); };
@@ -155,8 +155,8 @@ std::vector<std::unique_ptr<PageBuilder>> RecordKeeper::Op::Pages(uint32_t devic
   auto it = blocks_.find(device);
   if (it != blocks_.end()) {
     for (const BlockRecord& b : it->second) {
-      BlockEntry e{seq_,        object_->id, b.stripe, b.index, b.lba, b.lba_count,
-                   b.crc32c,    object_->block_size};
+      BlockEntry e{seq_,  object_->id, b.stripe, b.index,
+                   b.lba, b.lba_count, b.crc32c, object_->block_size};
       if (!pages.back()->AddBlock(e)) {
         next();
         pages.back()->AddObject(header);

@@ -28,9 +28,8 @@ class RecordKeeper {
  public:
   struct Hooks {
     // Calls `fn` for every block of a committed object on `device`, grouped by object.
-    std::function<absl::Status(
-        uint32_t device,
-        const std::function<absl::Status(const ObjectRecord&, const BlockRecord&)>& fn)>
+    std::function<absl::Status(uint32_t device, const std::function<absl::Status(
+                                                    const ObjectRecord&, const BlockRecord&)>& fn)>
         blocks_on_device;
     // Calls `fn` for every committed object without blocks; their headers go on every device.
     std::function<absl::Status(const std::function<absl::Status(const ObjectRecord&)>& fn)>

@@ -50,8 +50,8 @@ absl::StatusOr<std::unique_ptr<RecordLog>> RecordLog::Create(std::shared_ptr<Nam
   }
   std::lock_guard lock(log->mu_);
   // Half 1 current at generation 0 and nothing in it: the snapshot below goes to half 0.
-  log->checkpoint_ = {.store_id = store_id, .device = device, .counter = 0, .generation = 0,
-                      .half = 1};
+  log->checkpoint_ = {
+      .store_id = store_id, .device = device, .counter = 0, .generation = 0, .half = 1};
   log->next_page_ = log->pages_per_half();
   return log;
 }
@@ -80,8 +80,8 @@ absl::StatusOr<std::unique_ptr<RecordLog>> RecordLog::Open(std::shared_ptr<Names
   }
   if (best->store_id != store_id || best->device != device) {
     return absl::FailedPreconditionError(
-        absl::StrCat("its record log belongs to store ", best->store_id, " device ",
-                     best->device, ", not store ", store_id, " device ", device));
+        absl::StrCat("its record log belongs to store ", best->store_id, " device ", best->device,
+                     ", not store ", store_id, " device ", device));
   }
   std::lock_guard lock(log->mu_);
   log->checkpoint_ = *best;
@@ -102,7 +102,8 @@ absl::Status RecordLog::ScanTail(uint32_t from) {
     if (!h.ok() || h->generation != checkpoint_.generation || h->snapshot) continue;
     next_page_ = i + 1;
     opened_.committed_through = std::max(opened_.committed_through, h->committed_through);
-    for (const ObjectHeader& o : records.objects) opened_.max_seq = std::max(opened_.max_seq, o.seq);
+    for (const ObjectHeader& o : records.objects)
+      opened_.max_seq = std::max(opened_.max_seq, o.seq);
     for (const Tombstone& t : records.tombstones) {
       opened_.max_seq = std::max(opened_.max_seq, t.seq);
     }
@@ -128,8 +129,8 @@ void RecordLog::Unreserve(uint32_t pages) {
   promised_ -= pages;
 }
 
-absl::Status RecordLog::Append(const std::vector<PageBuilder*>& pages,
-                               uint64_t committed_through, uint32_t unused) {
+absl::Status RecordLog::Append(const std::vector<PageBuilder*>& pages, uint64_t committed_through,
+                               uint32_t unused) {
   std::vector<std::pair<uint64_t, std::vector<uint8_t>>> encoded;
   {
     std::lock_guard lock(mu_);
@@ -159,17 +160,17 @@ absl::Status RecordLog::Snapshot(const PageSource& source, uint64_t committed_th
   PageBuilder builder(place_.page_bytes);
   auto write = [&]() -> absl::Status {
     if (index >= pages_per_half()) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the block records of device ", device_, " do not fit in its record log (",
-          pages_per_half(), " pages per half)"));
+      return absl::ResourceExhaustedError(absl::StrCat("the block records of device ", device_,
+                                                       " do not fit in its record log (",
+                                                       pages_per_half(), " pages per half)"));
     }
     const uint32_t at = index++;
     return WritePage(PageLba(half, at), builder.Finish({.store_id = store_id_,
-                                                       .device = device_,
-                                                       .generation = generation,
-                                                       .index = at,
-                                                       .snapshot = true,
-                                                       .committed_through = committed_through}));
+                                                        .device = device_,
+                                                        .generation = generation,
+                                                        .index = at,
+                                                        .snapshot = true,
+                                                        .committed_through = committed_through}));
   };
   if (absl::Status s = source(builder, write); !s.ok()) return s;
   if (!builder.empty() || index == 0) {
@@ -189,8 +190,7 @@ absl::Status RecordLog::Snapshot(const PageSource& source, uint64_t committed_th
   return absl::OkStatus();
 }
 
-absl::Status RecordLog::WriteCheckpoint(bool clean, uint64_t committed_through,
-                                        uint64_t max_seq) {
+absl::Status RecordLog::WriteCheckpoint(bool clean, uint64_t committed_through, uint64_t max_seq) {
   std::lock_guard lock(mu_);
   return WriteCheckpointLocked(clean, committed_through, max_seq);
 }

@@ -73,8 +73,9 @@ uint64_t DropOverlaps(std::map<Key, Located>& newest) {
   for (const auto& [key, at] : newest) by_device[at.device].emplace_back(&key, &at);
   std::set<Key> losers;
   for (auto& [device, list] : by_device) {
-    std::sort(list.begin(), list.end(),
-              [](const auto& a, const auto& b) { return a.second->entry.lba < b.second->entry.lba; });
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a.second->entry.lba < b.second->entry.lba;
+    });
     for (size_t i = 1; i < list.size(); ++i) {
       const Located& prev = *list[i - 1].second;
       const Located& cur = *list[i].second;
@@ -173,8 +174,7 @@ Resolution Resolve(const std::vector<DeviceRecords>& devices) {
     auto [named, fresh] = names.emplace(out.object.name, id);
     if (!fresh) why = absl::StrCat("the newer object ", named->second, " has the same name");
     if (!why.empty()) {
-      r.not_restored.push_back(
-          absl::StrCat("object ", id, " \"", out.object.name, "\": ", why));
+      r.not_restored.push_back(absl::StrCat("object ", id, " \"", out.object.name, "\": ", why));
       continue;
     }
     r.missing_blocks += missing;

@@ -30,14 +30,14 @@ struct DeviceRecords {
 using ResolvedObject = ObjectWithBlocks;
 
 struct Resolution {
-  std::vector<ResolvedObject> objects;  // ordered by id
-  uint64_t committed_through = 0;       // the highest mark any device carries
-  uint64_t max_seq = 0;                 // the highest sequence number any record carries
-  uint64_t deleted = 0;                 // objects with a tombstone
-  uint64_t uncommitted = 0;             // operations past the mark left out as incomplete
-  uint64_t voided = 0;                  // operations with an abort record
-  uint64_t superseded_extents = 0;      // records whose extent a newer record took
-  uint64_t missing_blocks = 0;          // blocks without a record, in restored objects
+  std::vector<ResolvedObject> objects;    // ordered by id
+  uint64_t committed_through = 0;         // the highest mark any device carries
+  uint64_t max_seq = 0;                   // the highest sequence number any record carries
+  uint64_t deleted = 0;                   // objects with a tombstone
+  uint64_t uncommitted = 0;               // operations past the mark left out as incomplete
+  uint64_t voided = 0;                    // operations with an abort record
+  uint64_t superseded_extents = 0;        // records whose extent a newer record took
+  uint64_t missing_blocks = 0;            // blocks without a record, in restored objects
   std::vector<std::string> not_restored;  // an object each, with why
 };
 

@@ -707,9 +707,8 @@ absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSourc
   // Each device written gets the records of its blocks, flushed with them.
   std::unique_ptr<RecordKeeper::Op> op = records_->NewOp();
   op->SetObject(object);
-  if (absl::Status s = catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) {
-        op->AddBlock(b);
-      });
+  if (absl::Status s =
+          catalog_->ForEachBlockOf(object.id, [&](const BlockRecord& b) { op->AddBlock(b); });
       !s.ok()) {
     return fail(s);
   }
@@ -2064,13 +2063,14 @@ absl::StatusOr<RecoverProgress> Store::Recover(
           absl::StatusOr<BlockRecord> placed =
               AllocateCopy(name, old, occupied, /*allow_same_device=*/!forced, SpaceUse::kRepair);
           if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
-            no_space = IsFileSystemFull(placed.status()) || absl::IsFailedPrecondition(placed.status())
-                           ? placed.status()
-                           : absl::ResourceExhaustedError(absl::StrCat(
-                                 "no online device outside stripe ", stripe, " has ",
-                                 lbas * options_.lba_size,
-                                 " free bytes for a rebuilt block; add or repair devices and run "
-                                 "recover again"));
+            no_space =
+                IsFileSystemFull(placed.status()) || absl::IsFailedPrecondition(placed.status())
+                    ? placed.status()
+                    : absl::ResourceExhaustedError(absl::StrCat(
+                          "no online device outside stripe ", stripe, " has ",
+                          lbas * options_.lba_size,
+                          " free bytes for a rebuilt block; add or repair devices and run "
+                          "recover again"));
             continue;
           }
           BlockRecord fresh = *placed;

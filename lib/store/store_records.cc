@@ -23,8 +23,8 @@ constexpr char kResnapshotKey[] = "records/snapshot_all";
 int CountNamespaces(const std::string& data_dir) {
   std::error_code ec;
   int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(
-           std::filesystem::path(data_dir) / "devices", ec)) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::path(data_dir) / "devices", ec)) {
     n += e.path().extension() == ".ns";
   }
   return n;
@@ -48,26 +48,24 @@ absl::Status Store::OpenCatalog() {
   const bool exists = std::filesystem::exists(path, ec);
   const bool empty = exists && std::filesystem::file_size(path, ec) == 0;
   if ((!exists || empty) && namespaces > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the catalog ", path, exists ? " is empty" : " is missing", " but ",
-                     options_.data_dir, "/devices holds ", namespaces, " device namespaces: ",
-                     RebuildAdvice(options_.data_dir)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the catalog ", path, exists ? " is empty" : " is missing", " but ", options_.data_dir,
+        "/devices holds ", namespaces, " device namespaces: ", RebuildAdvice(options_.data_dir)));
   }
   absl::StatusOr<std::unique_ptr<Catalog>> catalog = Catalog::Open(path);
   if (!catalog.ok()) {
     if (!exists) return catalog.status();
     return absl::FailedPreconditionError(absl::StrCat("the catalog ", path, " cannot be read (",
-                                                      catalog.status().message(), "): ",
-                                                      RebuildAdvice(options_.data_dir)));
+                                                      catalog.status().message(),
+                                                      "): ", RebuildAdvice(options_.data_dir)));
   }
   catalog_ = std::move(*catalog);
   absl::StatusOr<std::optional<std::string>> store_id = catalog_->GetMeta("store_id");
   if (!store_id.ok()) return store_id.status();
   if (!store_id->has_value() && namespaces > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the catalog ", path, " is new (it has no store id) but ", options_.data_dir,
-                     "/devices holds ", namespaces, " device namespaces: ",
-                     RebuildAdvice(options_.data_dir)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the catalog ", path, " is new (it has no store id) but ", options_.data_dir,
+        "/devices holds ", namespaces, " device namespaces: ", RebuildAdvice(options_.data_dir)));
   }
   return absl::OkStatus();
 }
@@ -207,10 +205,11 @@ absl::Status Store::CreateRecordLog(Device& d) {
   if (s.ok()) s = WriteLabel(id, *label_lba, place);
   if (!s.ok()) {
     records_->SetLog(id, nullptr);
-    if (fresh) FreeExtents({BlockRecord{0, 0, id, place.first_lba,
-                                        static_cast<uint32_t>(place.lba_count), 0, false}});
-    return absl::Status(s.code(), absl::StrCat("creating the block-record log of device ", id,
-                                               ": ", s.message()));
+    if (fresh)
+      FreeExtents({BlockRecord{0, 0, id, place.first_lba, static_cast<uint32_t>(place.lba_count), 0,
+                               false}});
+    return absl::Status(
+        s.code(), absl::StrCat("creating the block-record log of device ", id, ": ", s.message()));
   }
   std::lock_guard lock(mu_);
   d.log_place = place;
@@ -241,8 +240,8 @@ absl::Status Store::ReopenRecordLog(Device& d, const RecordLogPlace& labelled) {
       records_->SetLog(id, std::move(*log));
       return records_->Snapshot(id);
     }
-    Log(LogLevel::kWarning, "device %d: its record log cannot be read (%s); it is written anew",
-        id, log.status().message());
+    Log(LogLevel::kWarning, "device %d: its record log cannot be read (%s); it is written anew", id,
+        log.status().message());
   }
   return CreateRecordLog(d);
 }
@@ -276,8 +275,8 @@ absl::Status Store::PrepareRecordLog(Device& d) {
     if (absl::Status s = CreateRecordLog(d); !s.ok()) return s;
   } else if (stale_logs_.count(id) > 0) {
     if (absl::Status s = records_->Snapshot(id); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("snapshot of device ", id,
-                                                 "'s block-record log: ", s.message()));
+      return absl::Status(
+          s.code(), absl::StrCat("snapshot of device ", id, "'s block-record log: ", s.message()));
     }
   }
   if (absl::Status s = records_->MarkRunning(id); !s.ok()) {
