@@ -108,11 +108,13 @@ int main(int argc, char** argv) {
     workers.emplace_back([&] {
       for (int i = next++; i < objects && !failed; i = next++) {
         ecd::store::EncodeParams p;
-        p.name = absl::StrCat("dir", i % 100, "/object", i);
+        p.name = absl::StrCat("dir", i % 100, "-object", i);
         p.data_blocks = 2;
         p.parity_blocks = 1;
         Bytes source(Content(i));
-        if (!(*store)->Encode(p, source).ok()) failed = true;
+        if (absl::StatusOr<ecd::store::ObjectRecord> o = (*store)->Encode(p, source); !o.ok()) {
+          if (!failed.exchange(true)) std::fprintf(stderr, "%s\n", o.status().ToString().c_str());
+        }
       }
     });
   }
@@ -147,7 +149,7 @@ int main(int argc, char** argv) {
   const double first_start_s = Seconds(t);
   for (int i = 0; i < objects; i += std::max(1, objects / 1000)) {
     Collect sink;
-    if (!(*store)->Read(absl::StrCat("dir", i % 100, "/object", i), 0, 0, sink).ok() ||
+    if (!(*store)->Read(absl::StrCat("dir", i % 100, "-object", i), 0, 0, sink).ok() ||
         sink.bytes != Content(i)) {
       return Fail(absl::StrCat("object ", i, " does not read back after the rebuild"));
     }
