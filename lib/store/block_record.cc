@@ -294,13 +294,17 @@ absl::StatusOr<PageHeader> DecodePage(absl::Span<const uint8_t> page, RecordSet&
   h.committed_through = Get(p + kCommittedAt, 8);
   RecordSet records;
   if (absl::Status s = DecodeRecords(payload, records); !s.ok()) return s;
-  auto append = [](auto& to, auto& from) { to.insert(to.end(), from.begin(), from.end()); };
-  append(out.objects, records.objects);
-  append(out.blocks, records.blocks);
-  append(out.ends, records.ends);
-  append(out.tombstones, records.tombstones);
-  append(out.aborted, records.aborted);
+  out.Append(records);
   return h;
+}
+
+void RecordSet::Append(const RecordSet& other) {
+  auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+  append(objects, other.objects);
+  append(blocks, other.blocks);
+  append(ends, other.ends);
+  append(tombstones, other.tombstones);
+  append(aborted, other.aborted);
 }
 
 std::vector<uint8_t> EncodeCheckpoint(const Checkpoint& c, size_t page_bytes) {

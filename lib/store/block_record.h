@@ -53,6 +53,9 @@ struct RecordSet {
   std::vector<OperationEnd> ends;
   std::vector<Tombstone> tombstones;
   std::vector<uint64_t> aborted;  // Operations that did not commit: their records are void.
+
+  // Adds every record of `other` after those of this set.
+  void Append(const RecordSet& other);
 };
 
 // Identity of a record page: which store, device and log generation it belongs to.

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "lib/store/block_record.h"
 #include "lib/store/record_resolver.h"
@@ -275,6 +277,38 @@ TEST_F(CatalogRebuildTest, AnOlderCatalogPutBackIsBehindItsDevices) {
   check = CheckCatalog(o);
   ASSERT_TRUE(check.ok()) << check.status();
   EXPECT_TRUE(check->differences.empty()) << check->differences.front();
+}
+
+// Four clients at once fill the logs of all the devices together: an operation that finds one
+// full after another was snapshot still writes (it snapshots as often as it must).
+TEST_F(CatalogRebuildTest, ConcurrentEncodesWrapEveryLogAtOnce) {
+  std::vector<std::thread> clients;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 150; ++i) {
+        auto o = Put(absl::StrCat("c", c, "-", i), RandomBytes(700, c * 1000 + i), 2, 1);
+        if (!o.ok()) {
+          ADD_FAILURE() << o.status();
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  store_.reset();
+  RemoveCatalog();
+  ASSERT_TRUE(Rebuild().ok());
+  Open();
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 150; i += 7) {
+      EXPECT_EQ(Get(absl::StrCat("c", c, "-", i)).value(), RandomBytes(700, c * 1000 + i));
+    }
+  }
+  auto list = store_->List();
+  ASSERT_TRUE(list.ok());
+  EXPECT_EQ(list->size(), 600u);
 }
 
 TEST_F(CatalogRebuildTest, LogsWrapThroughSnapshotsAndStillRebuild) {

@@ -185,10 +185,13 @@ absl::Status RecordKeeper::Op::Write(std::vector<bool>& touched) {
       if (blocks_.count(d) == 0) devices.push_back(d);
     }
   }
-  for (int attempt = 0; attempt < 3; ++attempt) {
+  // Each round either writes, or snapshots a full log (which then has room, or the records
+  // cannot fit at all): other operations filling logs meanwhile make progress of their own.
+  for (;;) {
     gate_ = std::shared_lock(keeper_.gate_);
     std::vector<std::pair<uint32_t, std::shared_ptr<RecordLog>>> logs;
-    std::vector<uint32_t> pages, full;
+    std::vector<uint32_t> pages;
+    std::vector<std::pair<uint32_t, uint32_t>> full;  // device, pages needed
     for (uint32_t d : devices) {
       std::shared_ptr<RecordLog> log = keeper_.log(d);
       if (log == nullptr) continue;  // A device without a log (docs/formats.md).
@@ -197,14 +200,14 @@ absl::Status RecordKeeper::Op::Write(std::vector<bool>& touched) {
         logs.emplace_back(d, log);
         pages.push_back(n);
       } else {
-        full.push_back(d);
+        full.emplace_back(d, n);
       }
     }
     if (!full.empty()) {
       for (size_t i = 0; i < logs.size(); ++i) logs[i].second->Unreserve(pages[i]);
       gate_.unlock();
-      for (uint32_t d : full) {
-        if (absl::Status s = keeper_.Snapshot(d); !s.ok()) return s;
+      for (const auto& [d, n] : full) {
+        if (absl::Status s = SnapshotForRoom(d, n); !s.ok()) return s;
       }
       continue;
     }
@@ -231,8 +234,16 @@ absl::Status RecordKeeper::Op::Write(std::vector<bool>& touched) {
     }
     return status;
   }
-  return absl::ResourceExhaustedError(
-      "the record log of a device stays full after a snapshot; its blocks' records do not fit");
+}
+
+absl::Status RecordKeeper::Op::SnapshotForRoom(uint32_t device, uint32_t pages) {
+  std::shared_ptr<RecordLog> log = keeper_.log(device);
+  if (log == nullptr || log->free_pages() >= pages) return absl::OkStatus();  // Done already.
+  if (absl::Status s = keeper_.Snapshot(device); !s.ok()) return s;
+  if (log->room_after_snapshot() >= pages) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "the block-record log of device ", device, " stays full after a snapshot (",
+      log->DescribeUse(), "): the records of its blocks do not fit; the request was not done"));
 }
 
 void RecordKeeper::Op::Resolve() {

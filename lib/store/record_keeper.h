@@ -95,6 +95,9 @@ class RecordKeeper {
     // Encodes the records of one device into pages.
     std::vector<std::unique_ptr<PageBuilder>> Pages(uint32_t device, size_t page_bytes,
                                                     uint64_t total_blocks) const;
+    // Snapshots `device`'s log unless it has room for `pages` already; ResourceExhausted when
+    // even a fresh snapshot leaves less. REQUIRES: the gate is not held.
+    absl::Status SnapshotForRoom(uint32_t device, uint32_t pages);
     void Resolve();
 
     RecordKeeper& keeper_;

@@ -112,6 +112,18 @@ absl::Status RecordLog::ScanTail(uint32_t from) {
   return absl::OkStatus();
 }
 
+std::string RecordLog::DescribeUse() const {
+  std::lock_guard lock(mu_);
+  return absl::StrCat(checkpoint_.snapshot_pages, " snapshot pages, ",
+                      next_page_ - std::min(next_page_, checkpoint_.snapshot_pages), " appended, ",
+                      promised_, " promised, of ", pages_per_half(), " pages per half");
+}
+
+uint32_t RecordLog::room_after_snapshot() const {
+  std::lock_guard lock(mu_);
+  return pages_per_half() - std::min(pages_per_half(), checkpoint_.snapshot_pages);
+}
+
 uint32_t RecordLog::free_pages() const {
   std::lock_guard lock(mu_);
   return pages_per_half() - next_page_ - promised_;
@@ -232,12 +244,7 @@ absl::StatusOr<RecordSet> RecordLog::ReadAll(uint64_t& committed_through, uint64
     // A snapshot page past the snapshot is left by an earlier, interrupted snapshot.
     if (h->generation != c.generation || h->snapshot != (i < c.snapshot_pages)) continue;
     committed_through = std::max(committed_through, h->committed_through);
-    auto append = [](auto& to, auto& from) { to.insert(to.end(), from.begin(), from.end()); };
-    append(out.objects, records.objects);
-    append(out.blocks, records.blocks);
-    append(out.ends, records.ends);
-    append(out.tombstones, records.tombstones);
-    append(out.aborted, records.aborted);
+    out.Append(records);
   }
   return out;
 }

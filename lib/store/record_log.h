@@ -66,6 +66,11 @@ class RecordLog {
 
   // Pages of the current half not yet written nor promised.
   uint32_t free_pages() const;
+  // How the current half is used, for messages: "S snapshot pages, A appended, P promised, of H
+  // pages per half".
+  std::string DescribeUse() const;
+  // Pages of the current half its snapshot leaves for appends.
+  uint32_t room_after_snapshot() const;
   // Promises `pages` pages to a writer; false, promising nothing, when they are not free.
   bool Reserve(uint32_t pages);
   // Gives back promises that will not be written.
