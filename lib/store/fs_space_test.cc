@@ -196,18 +196,21 @@ class FullFileSystemTest : public TempStoreTest {
     return used >= capacity_ + base_ ? 0 : capacity_ + base_ - used;
   }
   uint64_t NamespaceBytes() { return DiskBytes(dir_ / "devices", ".ns"); }
+  // The namespaces' bytes that hold data: what writes add and punches take back, without the
+  // file system's own blocks (NamespaceBytes counts those, and they vary).
+  uint64_t DataOnDisk() { return DataBytes(dir_ / "devices", ".ns"); }
   // Stores 60 KiB objects (4 stripes of 4+2 4-KiB blocks: 96 KiB) until one is refused; returns
   // their names.
   std::vector<std::string> Fill(absl::Status* refusal) {
     std::vector<std::string> names;
     for (int i = 0; i < 1000; ++i) {
       const std::string name = absl::StrCat("o", i);
-      const uint64_t before = NamespaceBytes();
+      const uint64_t before = DataOnDisk();
       auto o = Put(name, RandomBytes(60 << 10, i));
       if (!o.ok()) {
         *refusal = o.status();
         // Nothing of the refused encode stays on disk: what it wrote was punched.
-        EXPECT_EQ(NamespaceBytes(), before);
+        EXPECT_EQ(DataOnDisk(), before);
         return names;
       }
       names.push_back(name);
@@ -226,11 +229,13 @@ TEST_F(FullFileSystemTest, EncodesAreRefusedBeforeTheReserveAndDeletesMakeRoom) 
   const std::vector<std::string> names = Fill(&refusal);
   ASSERT_TRUE(IsFileSystemFull(refusal)) << refusal;
   EXPECT_TRUE(absl::StrContains(refusal.message(), "nearly full")) << refusal;
-  // 21 objects of 96 KiB of blocks fit in the 2 MiB above the reserve; the 22nd got one stripe
-  // in, then was refused and gave it back. The reserve is untouched.
-  EXPECT_EQ(names.size(), 21u);
-  EXPECT_EQ(Free(), 3 * kMiB - 21 * 96 * 1024);
+  // 21 objects of 96 KiB of blocks fit in the 2 MiB above the reserve (20 when the file
+  // system's own blocks, an extent tree growing as the files' extents split, took some of it);
+  // the next got one stripe in, then was refused and gave it back. The reserve is untouched.
+  EXPECT_GE(names.size(), 20u);
+  EXPECT_LE(names.size(), 21u);
   EXPECT_GE(Free(), reserve_);
+  EXPECT_LT(Free(), reserve_ + 2 * 96 * 1024);
   EXPECT_EQ(store_->Stat("o" + std::to_string(names.size()), false, false).status().code(),
             absl::StatusCode::kNotFound);
   for (size_t i = 0; i < names.size(); ++i) {
@@ -246,7 +251,9 @@ TEST_F(FullFileSystemTest, EncodesAreRefusedBeforeTheReserveAndDeletesMakeRoom) 
   const uint64_t before = NamespaceBytes();
   ASSERT_TRUE(store_->Delete(names[0]).ok());
   ASSERT_TRUE(store_->Delete(names[1]).ok());
-  EXPECT_EQ(before - NamespaceBytes(), 2 * 6 * 4 * 4096u);  // 4 stripes of 6 blocks each
+  // 4 stripes of 6 blocks each, give or take a file-system block of each namespace file's
+  // extent tree (the tombstones go to the record logs' space, taken at start).
+  EXPECT_NEAR(static_cast<double>(before - NamespaceBytes()), 2 * 6 * 4 * 4096.0, 8 * 4096.0);
   ASSERT_TRUE(Put("again", RandomBytes(60 << 10, 99)).ok());
   // A restart works, and everything stored is there.
   Open();
@@ -259,12 +266,12 @@ TEST_F(FullFileSystemTest, ARefusedUpdateKeepsTheOldVersionAndNothingOnDisk) {
   absl::Status refusal;
   const std::vector<std::string> names = Fill(&refusal);
   ASSERT_TRUE(IsFileSystemFull(refusal)) << refusal;
-  const uint64_t before = NamespaceBytes();
+  const uint64_t before = DataOnDisk();
   const std::vector<uint8_t> patch = RandomBytes(2 << 20, 7);  // appends ~3 MiB of blocks
   VectorSource src(patch);
   auto r = store_->Update(names[3], 1000, src, /*append=*/true);
   ASSERT_TRUE(IsFileSystemFull(r.status())) << r.status();
-  EXPECT_EQ(NamespaceBytes(), before);
+  EXPECT_EQ(DataOnDisk(), before);
   auto st = store_->Stat(names[3], false, /*verify=*/true);
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->object.version, 1u);
@@ -318,9 +325,9 @@ TEST_F(FullFileSystemTest, FreeExtentsThatHoldBytesAreGivenBackAtStart) {
     ::fsync(fd);
     ::close(fd);
   }
-  const uint64_t with_junk = NamespaceBytes();
+  const uint64_t with_junk = DataOnDisk();
   Open();
-  EXPECT_EQ(with_junk - NamespaceBytes(), 8 * junk.size());
+  EXPECT_EQ(with_junk - DataOnDisk(), 8 * junk.size());
   BlockRecord at_1000;
   at_1000.device = 4;
   at_1000.lba = 1000;
@@ -333,14 +340,14 @@ TEST_F(FullFileSystemTest, AnEncodeThatFailsOnAWriteLeavesNothingOnDisk) {
   std::shared_ptr<FaultRegistry> registry;
   Open(FaultInjectingFactory(NvmeNamespaceFactory({}), {}, 5, &registry));
   ASSERT_TRUE(Put("first", RandomBytes(60 << 10, 1)).ok());
-  const uint64_t before = DataBytes(dir_ / "devices", ".ns");
+  const uint64_t before = DataOnDisk();
   absl::StatusOr<std::vector<FaultRule>> rule = ParseFaultSpec("write:eio:after=6");
   ASSERT_TRUE(rule.ok());
   registry->SetRules(3, *rule);
   auto o = Put("doomed", RandomBytes(400 << 10, 2));  // 25 stripes: every device, many writes
   ASSERT_FALSE(o.ok());
   EXPECT_EQ(o.status().code(), absl::StatusCode::kDataLoss) << o.status();
-  EXPECT_EQ(DataBytes(dir_ / "devices", ".ns"), before);
+  EXPECT_EQ(DataOnDisk(), before);
   registry->SetRules(3, {});
   // An update whose write fails gives back what it wrote too.
   absl::StatusOr<std::vector<FaultRule>> every = ParseFaultSpec("write:eio");
@@ -349,7 +356,7 @@ TEST_F(FullFileSystemTest, AnEncodeThatFailsOnAWriteLeavesNothingOnDisk) {
   const std::vector<uint8_t> patch = RandomBytes(40 << 10, 3);
   VectorSource src(patch);
   EXPECT_FALSE(store_->Update("first", 0, src, /*append=*/false).ok());
-  EXPECT_EQ(DataBytes(dir_ / "devices", ".ns"), before);
+  EXPECT_EQ(DataOnDisk(), before);
   EXPECT_EQ(Get("first").value(), RandomBytes(60 << 10, 1));
 }
 
