@@ -2,6 +2,7 @@
 // when a listener gRPC runs has stopped.
 #include "daemon/grpc_serving.h"
 
+#include <fcntl.h>
 #include <grpc/support/log.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/server_posix.h>
@@ -59,6 +60,7 @@ absl::StatusOr<std::unique_ptr<GrpcServing>> GrpcServing::Start(Options options)
   if (serving->acceptor_ != nullptr) {
     serving->acceptor_->Start(serving->max_connections_, [self](int fd) { self->Take(fd); });
   }
+  serving->HoldReserve();
   serving->watchdog_ = std::thread([self] { self->Watch(); });
   watching.store(self);
   return serving;
@@ -106,6 +108,19 @@ void GrpcServing::ListenerDied(const std::string& why) {
   changed_.notify_all();
 }
 
+void GrpcServing::HoldReserve() {
+  for (int& fd : reserve_) {
+    if (fd < 0) fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  }
+}
+
+void GrpcServing::ReleaseReserve() {
+  for (int& fd : reserve_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+  }
+}
+
 void GrpcServing::Watch() {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -115,6 +130,9 @@ void GrpcServing::Watch() {
                                "); ecd is restarting its gRPC server");
     std::unique_ptr<grpc::Server> old = std::move(server_);
     lock.unlock();
+    // The listener died for want of descriptors: these let the shutdown below (and anything it
+    // opens, such as a pipe) work until the old connections have given theirs back.
+    ReleaseReserve();
     Log(LogLevel::kError,
         "%s: calls in flight get %s, then are cancelled; clients connect again once it serves",
         rebuilding_, absl::FormatDuration(rebuild_grace_));
@@ -144,6 +162,7 @@ void GrpcServing::Watch() {
       return;
     }
     server_ = std::move(fresh);
+    HoldReserve();
     server_->GetHealthCheckService()->SetServingStatus(serving_);
     rebuilding_.clear();
     ++rebuilds_;
@@ -166,6 +185,7 @@ void GrpcServing::Shutdown(std::chrono::system_clock::time_point deadline) {
   if (server != nullptr) server->Shutdown(deadline);
   if (watchdog_.joinable()) watchdog_.join();
   server.reset();
+  ReleaseReserve();
   std::lock_guard lock(mu_);
   stopped_ = true;
   changed_.notify_all();

@@ -75,6 +75,10 @@ class GrpcServing {
   explicit GrpcServing(Options options);
   void Take(int fd);  // The acceptor's hand-off.
   void Watch();       // The watchdog thread.
+  // Opens (again) the descriptors kept for a rebuild, or closes them. Watchdog thread, or before
+  // it starts and after it ends.
+  void HoldReserve();
+  void ReleaseReserve();
 
   const std::function<std::unique_ptr<grpc::Server>(int*)> build_;
   const std::unique_ptr<TcpAcceptor> acceptor_;
@@ -94,6 +98,7 @@ class GrpcServing {
   bool stopping_ = false;                 // guarded by mu_
   bool stopped_ = false;                  // guarded by mu_
   std::thread watchdog_;
+  int reserve_[2] = {-1, -1};  // Descriptors given back when a rebuild starts.
 };
 
 // Sends gRPC's log lines to ecd's log (with gRPC's file and line), and tells the running
