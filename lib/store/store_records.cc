@@ -267,13 +267,13 @@ absl::Status Store::PrepareRecordLogs() {
 
 absl::Status Store::PrepareRecordLog(Device& d) {
   const uint32_t id = d.record.id;
-  if (std::shared_ptr<RecordLog> log = records_->log(id)) {
-    std::shared_ptr<Namespace> ns = NamespaceOf(id, /*online_only=*/false);
-    if (ns != nullptr) ReserveRecordLog(id, *ns, log->place());
+  std::shared_ptr<RecordLog> log = records_->log(id);
+  if (log == nullptr) {
+    if (absl::Status s = CreateRecordLog(d); !s.ok()) return s;  // Reserves its space too.
+  } else if (std::shared_ptr<Namespace> ns = NamespaceOf(id, /*online_only=*/false)) {
+    ReserveRecordLog(id, *ns, log->place());
   }
-  if (records_->log(id) == nullptr) {
-    if (absl::Status s = CreateRecordLog(d); !s.ok()) return s;
-  } else if (stale_logs_.count(id) > 0) {
+  if (log != nullptr && stale_logs_.count(id) > 0) {
     if (absl::Status s = records_->Snapshot(id); !s.ok()) {
       return absl::Status(
           s.code(), absl::StrCat("snapshot of device ", id, "'s block-record log: ", s.message()));
