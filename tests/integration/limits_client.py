@@ -90,6 +90,9 @@ def metric(series):
 
 
 def absent(name, what):
+    """After the refused call has ended on the server too (its handler may still be undoing what
+    it began after the client has its answer), `name` is neither found nor listed."""
+    wait_inflight(0)
     expect(grpc.StatusCode.NOT_FOUND, ["not found"],
            lambda: objects.Stat(pb.StatRequest(name=name), timeout=10), what + ": stat")
     if name in names():
@@ -265,8 +268,9 @@ def check_later_messages():
     channel.close()
 
 
-def wait_inflight(n):
-    for _ in range(100):
+def wait_inflight(n, seconds=60):
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
         if metric("ecd_inflight_requests") == n:
             return
         time.sleep(0.05)
