@@ -10,7 +10,7 @@
 //
 // power-cut replays the undo journals an ecd started with --fault-power-cut-journal DIR left
 // behind when it was killed: every write not covered by a flush vanishes, survives or is torn,
-// from the seed (lib/store/power_cut.h, docs/fuzzing.md). One line per journal on stdout. Exit
+// from the seed (lib/fault/power_cut.h, docs/fuzzing.md). One line per journal on stdout. Exit
 // status: 0 when every journal was applied, 2 for a bad invocation or journal, 3 for an I/O
 // error.
 #include <cstdio>
@@ -21,7 +21,7 @@
 
 #include "CLI/CLI.hpp"
 #include "client/prp_walk.h"
-#include "lib/store/power_cut.h"
+#include "lib/fault/power_cut.h"
 
 namespace {
 

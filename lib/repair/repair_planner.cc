@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "lib/store/fs_space.h"
+#include "lib/devices/fs_space.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {

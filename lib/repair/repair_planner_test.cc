@@ -11,7 +11,7 @@
 #include <map>
 #include <optional>
 
-#include "lib/store/fault_namespace.h"
+#include "lib/fault/fault_namespace.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::repair {

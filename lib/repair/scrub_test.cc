@@ -8,10 +8,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
+#include "lib/catalog/catalog.h"
 #include "lib/repair/scrubber.h"
-#include "lib/store/catalog.h"
-#include "lib/store/crc32c.h"
 #include "lib/store/store_test_util.h"
+#include "lib/util/crc32c.h"
 
 namespace ecd::repair {
 

@@ -14,9 +14,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "lib/store/device_label.h"
-#include "lib/store/extent_allocator.h"
-#include "lib/store/record_log.h"
+#include "lib/devices/extent_allocator.h"
+#include "lib/records/device_label.h"
+#include "lib/records/record_log.h"
 
 namespace ecd::store {
 namespace {

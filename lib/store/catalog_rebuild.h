@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "lib/store/record_resolver.h"
+#include "lib/records/record_resolver.h"
 #include "lib/store/store.h"
 
 namespace ecd::store {

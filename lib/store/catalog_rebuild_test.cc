@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "lib/store/block_record.h"
-#include "lib/store/record_resolver.h"
+#include "lib/records/block_record.h"
+#include "lib/records/record_resolver.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {

@@ -3,7 +3,7 @@
 // allowed into half the reserve, free extents given back at start-up, and ENOSPC from a
 // namespace file reported as the file system being full (on a small tmpfs, when mounts are
 // allowed).
-#include "lib/store/fs_space.h"
+#include "lib/devices/fs_space.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "lib/store/fault_namespace.h"
+#include "lib/fault/fault_namespace.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {

@@ -13,7 +13,7 @@
 #include <set>
 #include <thread>
 
-#include "lib/store/fault_namespace.h"
+#include "lib/fault/fault_namespace.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {

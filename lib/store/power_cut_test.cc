@@ -3,7 +3,7 @@
 // empty the journal, and a store killed (SIGKILL, in a child process) in the middle of encodes,
 // updates and deletes, its namespaces cut, reopened with no operator action: every
 // acknowledged object intact, nothing degraded, no extent leaked.
-#include "lib/store/power_cut.h"
+#include "lib/fault/power_cut.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

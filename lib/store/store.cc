@@ -17,11 +17,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "lib/store/crc32c.h"
-#include "lib/store/device_label.h"
+#include "lib/records/device_label.h"
 #include "lib/store/object_name.h"
 #include "lib/store/store_device.h"
 #include "lib/store/stripe_memory.h"
+#include "lib/util/crc32c.h"
 #include "lib/util/log.h"
 
 namespace ecd::store {
@@ -223,12 +223,6 @@ Store::~Store() {
       Log(LogLevel::kWarning, "record logs not closed cleanly: %s", s.message());
     }
   }
-}
-
-NamespaceFactory NvmeNamespaceFactory(const nvme::DeviceOptions& options) {
-  return [options](const std::string& path, uint64_t size, uint32_t lba_size, bool create) {
-    return OpenNvmeNamespace(path, size, lba_size, create, options);
-  };
 }
 
 absl::StatusOr<std::unique_ptr<Store>> Store::Open(StoreOptions options) {

@@ -38,29 +38,22 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "lib/catalog/catalog.h"
+#include "lib/devices/extent_allocator.h"
+#include "lib/devices/fs_space.h"
+#include "lib/devices/io_batch.h"
+#include "lib/devices/namespace.h"
 #include "lib/ec/codec.h"
 #include "lib/ec/engine.h"
 #include "lib/nvme/dma_map.h"
 #include "lib/nvme/host_memory.h"
-#include "lib/store/catalog.h"
-#include "lib/store/device_label.h"
-#include "lib/store/extent_allocator.h"
-#include "lib/store/fs_space.h"
+#include "lib/records/device_label.h"
+#include "lib/records/record_keeper.h"
 #include "lib/store/interrupt.h"
-#include "lib/store/io_batch.h"
 #include "lib/store/memory_budget.h"
-#include "lib/store/namespace.h"
 #include "lib/store/object_name.h"
-#include "lib/store/record_keeper.h"
 
 namespace ecd::store {
-
-// Opens the namespace of one device; the seam where tests inject faulty devices.
-using NamespaceFactory = std::function<absl::StatusOr<std::unique_ptr<Namespace>>(
-    const std::string& path, uint64_t size_bytes, uint32_t lba_size, bool create)>;
-
-// The production factory: OpenNvmeNamespace with `options` (what Store::Open uses by default).
-NamespaceFactory NvmeNamespaceFactory(const nvme::DeviceOptions& options);
 
 inline constexpr size_t kMaxStripesInFlight = 64;
 

@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "lib/store/catalog.h"
-#include "lib/store/extent_allocator.h"
-#include "lib/store/namespace.h"
+#include "lib/catalog/catalog.h"
+#include "lib/devices/extent_allocator.h"
+#include "lib/devices/namespace.h"
 #include "lib/store/store.h"
 
 namespace ecd::store {

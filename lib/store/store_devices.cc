@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "lib/store/device_label.h"
+#include "lib/records/device_label.h"
 #include "lib/store/store.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"

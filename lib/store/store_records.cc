@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "lib/store/record_keeper.h"
-#include "lib/store/record_log.h"
+#include "lib/records/record_keeper.h"
+#include "lib/records/record_log.h"
 #include "lib/store/store.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"

@@ -1,4 +1,4 @@
-// Fuzzes the catalog's row decoders (lib/store/catalog.cc) through the public Catalog API: a
+// Fuzzes the catalog's row decoders (lib/catalog/catalog.cc) through the public Catalog API: a
 // SQLite catalog file is written with raw sqlite3 (as a hand edit, a bug or a corrupt restore
 // could leave it), with fuzzed values in every column of devices, objects, blocks and meta
 // (NULLs, reals, blobs, negative and huge integers, unknown enum strings, long text), then
@@ -38,8 +38,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "lib/catalog/catalog.h"
 #include "lib/ec/matrix.h"
-#include "lib/store/catalog.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace ecd::store {

@@ -1,0 +1,132 @@
+// RecordKeeper: the store's side of block records. It numbers operations, writes each one's
+// records to the record logs of the devices it wrote blocks to, keeps the committed-through
+// mark every page carries, and snapshots a device's log from the catalog when it fills.
+// Protocol and guarantees: docs/formats.md, "Block records" and "The commit point".
+#ifndef ECD_LIB_STORE_RECORD_KEEPER_H_
+#define ECD_LIB_STORE_RECORD_KEEPER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "lib/catalog/catalog.h"
+#include "lib/records/block_record.h"
+#include "lib/records/record_log.h"
+
+namespace ecd::store {
+
+// Thread safety: all methods are thread-safe.
+class RecordKeeper {
+ public:
+  struct Hooks {
+    // Calls `fn` for every block of a committed object on `device`, grouped by object.
+    std::function<absl::Status(uint32_t device, const std::function<absl::Status(
+                                                    const ObjectRecord&, const BlockRecord&)>& fn)>
+        blocks_on_device;
+    // Calls `fn` for every committed object without blocks; their headers go on every device.
+    std::function<absl::Status(const std::function<absl::Status(const ObjectRecord&)>& fn)>
+        empty_objects;
+    // Records in the catalog that operation `seq` is over without a commit (so that the
+    // catalog is never behind the mark its devices carry).
+    std::function<absl::Status(uint64_t seq)> advance_catalog;
+  };
+
+  // `next_seq`: the first sequence number to give out, above every one a device or the
+  // catalog has seen.
+  RecordKeeper(Hooks hooks, uint64_t next_seq);
+  ~RecordKeeper();
+
+  // Sets (or, with null, removes) the log of a device.
+  void SetLog(uint32_t device, std::shared_ptr<RecordLog> log);
+  std::shared_ptr<RecordLog> log(uint32_t device) const;
+
+  // Every operation numbered up to it has committed or aborted.
+  uint64_t committed_through() const;
+  uint64_t max_seq() const;
+
+  // Rewrites a device's log as a snapshot of what the catalog says it holds. Waits for the
+  // operations whose records are written but not yet resolved.
+  absl::Status Snapshot(uint32_t device);
+  // At a clean stop: every log's checkpoint says clean, with the final mark. REQUIRES: no
+  // operation in flight.
+  absl::Status CloseClean();
+  // After a start: the checkpoint of `device`'s log says running. No log: nothing to do.
+  absl::Status MarkRunning(uint32_t device);
+
+  // One operation's records: collected, written by Write, then resolved by Commit or Abort
+  // (the destructor aborts one that was written and not committed).
+  class Op {
+   public:
+    ~Op();
+    Op(const Op&) = delete;
+    Op& operator=(const Op&) = delete;
+
+    // The object as the operation leaves it (version, size and stripe count after it).
+    void SetObject(const ObjectRecord& object);
+    // A block the operation wrote (on block.device). REQUIRES: SetObject was called.
+    void AddBlock(const BlockRecord& block);
+    // The object record goes on each of `devices` that has a log even where no block was
+    // written (an object without blocks).
+    void AlsoOn(std::vector<uint32_t> devices) { also_on_ = std::move(devices); }
+    // The object is deleted: a tombstone on each of `devices` that has a log.
+    void DeleteObject(int64_t object_id, std::vector<uint32_t> devices);
+
+    // Numbers the operation and writes its records (not flushed); sets touched[d] for each
+    // device written. ResourceExhausted when a log has no room even after a snapshot.
+    absl::Status Write(std::vector<bool>& touched);
+    uint64_t seq() const { return seq_; }
+    // The catalog committed the operation (with seq() as its commit_seq).
+    void Commit();
+    // The operation will not commit: its records are voided (an abort record, flushed, on each
+    // device written) and the catalog told.
+    void Abort();
+
+   private:
+    friend class RecordKeeper;
+    explicit Op(RecordKeeper& keeper) : keeper_(keeper) {}
+    // Encodes the records of one device into pages.
+    std::vector<std::unique_ptr<PageBuilder>> Pages(uint32_t device, size_t page_bytes,
+                                                    uint64_t total_blocks) const;
+    // Snapshots `device`'s log unless it has room for `pages` already; ResourceExhausted when
+    // even a fresh snapshot leaves less. REQUIRES: the gate is not held.
+    absl::Status SnapshotForRoom(uint32_t device, uint32_t pages);
+    void Resolve();
+
+    RecordKeeper& keeper_;
+    std::optional<ObjectRecord> object_;
+    std::map<uint32_t, std::vector<BlockRecord>> blocks_;
+    std::optional<int64_t> deleted_;
+    std::vector<uint32_t> tombstone_devices_;
+    std::vector<uint32_t> also_on_;
+    uint64_t seq_ = 0;
+    std::vector<uint32_t> written_;
+    std::shared_lock<std::shared_mutex> gate_;
+    bool resolved_ = false;
+  };
+  std::unique_ptr<Op> NewOp() { return std::unique_ptr<Op>(new Op(*this)); }
+
+ private:
+  absl::Status SnapshotLocked(uint32_t device, const std::shared_ptr<RecordLog>& log);
+  uint64_t CommittedThroughLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Hooks hooks_;
+  // Held shared by an operation from the write of its records until it is resolved, and
+  // exclusively by a snapshot, which must see no unresolved records.
+  std::shared_mutex gate_;
+  mutable std::mutex mu_;
+  std::map<uint32_t, std::shared_ptr<RecordLog>> logs_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_);
+  std::set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_RECORD_KEEPER_H_

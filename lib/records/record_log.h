@@ -1,0 +1,121 @@
+// RecordLog: one device's log of block records, in a region of its own LBAs named by the device
+// label: two checkpoint pages, then two halves of record pages. Appends go to the current half;
+// when it fills, a snapshot of what the device holds is written to the other half, which then
+// becomes current. Format and guarantees: docs/formats.md, "Block records".
+#ifndef ECD_LIB_STORE_RECORD_LOG_H_
+#define ECD_LIB_STORE_RECORD_LOG_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "lib/devices/namespace.h"
+#include "lib/records/block_record.h"
+
+namespace ecd::store {
+
+// Where a device's record log is: LBAs [first_lba, first_lba + lba_count), in pages of
+// page_bytes. Kept in the device label.
+struct RecordLogPlace {
+  uint64_t first_lba = 0;
+  uint64_t lba_count = 0;
+  uint32_t page_bytes = 0;
+  bool empty() const { return lba_count == 0; }
+};
+
+// The LBAs a device of `device_lbas` LBAs gives its record log: 1/32 of it, at least 34 pages.
+uint64_t RecordLogLbas(uint64_t device_lbas, uint32_t lba_size, size_t page_bytes);
+
+// What a log says about the store when opened.
+struct RecordLogState {
+  bool clean = false;              // Its last checkpoint was written by a clean stop.
+  uint64_t committed_through = 0;  // The highest committed-through mark it carries.
+  uint64_t max_seq = 0;            // The highest sequence number it carries.
+};
+
+// Thread safety: all methods are thread-safe.
+class RecordLog {
+ public:
+  // Produces a snapshot: calls `emit` with each page's builder content. Used by Snapshot.
+  using PageSource = std::function<absl::Status(PageBuilder& page,
+                                                const std::function<absl::Status()>& page_full)>;
+
+  // Writes an empty log at `place` (an empty snapshot in half 0), flushed.
+  static absl::StatusOr<std::unique_ptr<RecordLog>> Create(std::shared_ptr<Namespace> ns,
+                                                           const RecordLogPlace& place,
+                                                           const std::string& store_id,
+                                                           uint32_t device, uint64_t max_seq);
+  // Opens the log at `place`: reads the checkpoints and, unless the last stop was clean, the
+  // pages appended since, for the marks they carry. NotFound: no checkpoint (never written);
+  // DataLoss: both checkpoints damaged; FailedPrecondition: another store's or device's log.
+  static absl::StatusOr<std::unique_ptr<RecordLog>> Open(std::shared_ptr<Namespace> ns,
+                                                         const RecordLogPlace& place,
+                                                         const std::string& store_id,
+                                                         uint32_t device);
+
+  const RecordLogState& opened_state() const { return opened_; }
+  size_t page_bytes() const { return place_.page_bytes; }
+  const RecordLogPlace& place() const { return place_; }
+  uint32_t device() const { return device_; }
+
+  // Pages of the current half not yet written nor promised.
+  uint32_t free_pages() const;
+  // How the current half is used, for messages: "S snapshot pages, A appended, P promised, of H
+  // pages per half".
+  std::string DescribeUse() const;
+  // Pages of the current half its snapshot leaves for appends.
+  uint32_t room_after_snapshot() const;
+  // Promises `pages` pages to a writer; false, promising nothing, when they are not free.
+  bool Reserve(uint32_t pages);
+  // Gives back promises that will not be written.
+  void Unreserve(uint32_t pages);
+  // Writes pages promised by Reserve (one promise each) after the last ones; not flushed.
+  // `unused` promises are given back.
+  absl::Status Append(const std::vector<PageBuilder*>& pages, uint64_t committed_through,
+                      uint32_t unused);
+  // Writes a snapshot from `source` into the other half, flushes, then makes it current with a
+  // checkpoint, flushed. On failure the current half stays current. REQUIRES: no appends in
+  // flight (the caller excludes them).
+  absl::Status Snapshot(const PageSource& source, uint64_t committed_through, uint64_t max_seq);
+  // Writes a checkpoint and flushes it (clean: at a clean stop; else after a start).
+  absl::Status WriteCheckpoint(bool clean, uint64_t committed_through, uint64_t max_seq);
+  absl::Status Flush();
+
+  // Every record of the current generation (snapshot and appended pages), and the highest
+  // committed-through mark among its pages. Damaged pages are counted in `bad_pages`.
+  absl::StatusOr<RecordSet> ReadAll(uint64_t& committed_through, uint64_t& bad_pages);
+
+ private:
+  RecordLog(std::shared_ptr<Namespace> ns, const RecordLogPlace& place, std::string store_id,
+            uint32_t device);
+  uint64_t PageLba(uint32_t half, uint32_t index) const;
+  uint32_t pages_per_half() const;
+  absl::Status ReadPage(uint64_t lba, std::vector<uint8_t>& page);
+  absl::Status WritePage(uint64_t lba, const std::vector<uint8_t>& page);
+  absl::Status WriteCheckpointLocked(bool clean, uint64_t committed_through, uint64_t max_seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the appended pages of the current half from `from` on: their marks, and where
+  // appends go on.
+  absl::Status ScanTail(uint32_t from);
+
+  const std::shared_ptr<Namespace> ns_;
+  const RecordLogPlace place_;
+  const std::string store_id_;
+  const uint32_t device_;
+  RecordLogState opened_;
+
+  mutable std::mutex mu_;
+  Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);  // The current one.
+  uint32_t next_page_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t promised_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace ecd::store
+
+#endif  // ECD_LIB_STORE_RECORD_LOG_H_
