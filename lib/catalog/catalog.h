@@ -143,7 +143,7 @@ class Catalog {
             counters_.errors.load(std::memory_order_relaxed)};
   }
 
-  // Internal: what statements and transactions count into (catalog.cc).
+  // Internal: what statements and transactions count into (sqlite_statement.h).
   struct Counters {
     std::atomic<uint64_t> commits{0};
     std::atomic<uint64_t> errors{0};

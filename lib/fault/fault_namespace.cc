@@ -36,10 +36,147 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-absl::Status BadToken(size_t rule, absl::string_view text, absl::string_view token,
-                      absl::string_view why) {
+// One rule of a spec being parsed: its 1-based number among the non-empty rules and its text.
+struct RuleSource {
+  size_t number;
+  absl::string_view text;
+};
+
+// An InvalidArgument naming the rule, the offending token in it and why the token is wrong.
+absl::Status BadToken(const RuleSource& src, absl::string_view token, absl::string_view why) {
   return absl::InvalidArgumentError(
-      absl::StrCat("fault spec rule ", rule, " \"", text, "\": \"", token, "\": ", why));
+      absl::StrCat("fault spec rule ", src.number, " \"", src.text, "\": \"", token, "\": ", why));
+}
+
+// Parses the operation name `op` (read, write, flush or any) into *out.
+absl::Status ParseOp(const RuleSource& src, absl::string_view op, Op* out) {
+  if (op == "read") {
+    *out = Op::kRead;
+  } else if (op == "write") {
+    *out = Op::kWrite;
+  } else if (op == "flush") {
+    *out = Op::kFlush;
+  } else if (op == "any") {
+    *out = Op::kAny;
+  } else {
+    return BadToken(src, op, "unknown operation (read, write, flush or any)");
+  }
+  return absl::OkStatus();
+}
+
+// Parses the fault name `kind` (eio, short, torn or latency) into *out.
+absl::Status ParseKind(const RuleSource& src, absl::string_view kind, Kind* out) {
+  if (kind == "eio") {
+    *out = Kind::kEio;
+  } else if (kind == "short") {
+    *out = Kind::kShortWrite;
+  } else if (kind == "torn") {
+    *out = Kind::kTornWrite;
+  } else if (kind == "latency") {
+    *out = Kind::kLatency;
+  } else {
+    return BadToken(src, kind, "unknown fault (eio, short, torn or latency)");
+  }
+  return absl::OkStatus();
+}
+
+// Parses the `value` of token lba=FIRST[+COUNT] into r's LBA range (COUNT defaults to 1).
+absl::Status ParseLbaRange(const RuleSource& src, absl::string_view token, absl::string_view value,
+                           FaultRule* r) {
+  if (r->op == Op::kFlush) return BadToken(src, token, "a flush has no LBA range");
+  std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(value, '+');
+  const bool has_count = value.find('+') != absl::string_view::npos;
+  if (!absl::SimpleAtoi(parts.first, &r->first_lba) ||
+      (has_count && (!absl::SimpleAtoi(parts.second, &r->lba_count) || r->lba_count == 0))) {
+    return BadToken(src, token, "expected lba=FIRST or lba=FIRST+COUNT, COUNT > 0");
+  }
+  if (!has_count) r->lba_count = 1;
+  if (r->first_lba + r->lba_count < r->first_lba) return BadToken(src, token, "range overflows");
+  return absl::OkStatus();
+}
+
+// Parses the `value` of token ms=N or us=N (`key`) into r's latency; *has_delay marks one given.
+absl::Status ParseDelay(const RuleSource& src, absl::string_view token, absl::string_view key,
+                        absl::string_view value, bool* has_delay, FaultRule* r) {
+  if (r->kind != Kind::kLatency) {
+    return BadToken(src, token, "only a latency fault takes a delay");
+  }
+  if (*has_delay) return BadToken(src, token, "give one of ms and us");
+  *has_delay = true;
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !(v > 0) || v > 3.6e9) {
+    return BadToken(src, token, "expected a positive delay");
+  }
+  r->latency = key == "ms" ? absl::Milliseconds(v) : absl::Microseconds(v);
+  return absl::OkStatus();
+}
+
+// Parses the `value` of token sector=N (a power of two up to 1M) into r's torn-write sector size.
+absl::Status ParseSectorSize(const RuleSource& src, absl::string_view token,
+                             absl::string_view value, FaultRule* r) {
+  if (r->kind != Kind::kTornWrite) {
+    return BadToken(src, token, "only a torn fault takes a sector size");
+  }
+  if (!absl::SimpleAtoi(value, &r->sector_size) || r->sector_size == 0 ||
+      r->sector_size > (1u << 20) || (r->sector_size & (r->sector_size - 1)) != 0) {
+    return BadToken(src, token, "sector must be a power of two up to 1M");
+  }
+  return absl::OkStatus();
+}
+
+// Applies one stripped KEY=VALUE `token` to r, whose op and kind are set; *seen and *has_delay
+// carry the keys and delay given so far in the rule.
+absl::Status ParseParam(const RuleSource& src, absl::string_view token,
+                        std::set<absl::string_view>* seen, bool* has_delay, FaultRule* r) {
+  const size_t eq = token.find('=');
+  if (eq == absl::string_view::npos) return BadToken(src, token, "expected KEY=VALUE");
+  const absl::string_view key = token.substr(0, eq);
+  const absl::string_view value = token.substr(eq + 1);
+  if (!seen->insert(key).second) return BadToken(src, token, "given twice");
+  if (key == "p") {
+    if (!absl::SimpleAtod(value, &r->probability) || !(r->probability >= 0.0) ||
+        r->probability > 1.0) {
+      return BadToken(src, token, "probability must be a number in [0, 1]");
+    }
+  } else if (key == "lba") {
+    return ParseLbaRange(src, token, value, r);
+  } else if (key == "after") {
+    if (!absl::SimpleAtoi(value, &r->after_ops)) return BadToken(src, token, "expected a count");
+  } else if (key == "max") {
+    if (!absl::SimpleAtoi(value, &r->max_hits)) return BadToken(src, token, "expected a count");
+  } else if (key == "ms" || key == "us") {
+    return ParseDelay(src, token, key, value, has_delay, r);
+  } else if (key == "sector") {
+    return ParseSectorSize(src, token, value, r);
+  } else {
+    return BadToken(src, token, "unknown parameter (p, lba, after, max, ms, us or sector)");
+  }
+  return absl::OkStatus();
+}
+
+// Parses the stripped, non-empty rule text OP:KIND[:PARAM...] of `src` into a FaultRule.
+absl::StatusOr<FaultRule> ParseRule(const RuleSource& src) {
+  std::vector<absl::string_view> tokens = absl::StrSplit(src.text, ':');
+  if (tokens.size() < 2) return BadToken(src, src.text, "expected OP:KIND[:PARAM...]");
+  FaultRule r;
+  if (absl::Status s = ParseOp(src, absl::StripAsciiWhitespace(tokens[0]), &r.op); !s.ok()) {
+    return s;
+  }
+  const absl::string_view kind = absl::StripAsciiWhitespace(tokens[1]);
+  if (absl::Status s = ParseKind(src, kind, &r.kind); !s.ok()) return s;
+  if ((r.kind == Kind::kShortWrite || r.kind == Kind::kTornWrite) && r.op != Op::kWrite) {
+    return BadToken(src, kind, "short and torn faults apply to write only");
+  }
+  std::set<absl::string_view> seen;
+  bool has_delay = false;
+  for (size_t i = 2; i < tokens.size(); ++i) {
+    const absl::string_view token = absl::StripAsciiWhitespace(tokens[i]);
+    if (absl::Status s = ParseParam(src, token, &seen, &has_delay, &r); !s.ok()) return s;
+  }
+  if (r.kind == Kind::kLatency && !has_delay) {
+    return BadToken(src, kind, "a latency fault needs ms=N or us=N");
+  }
+  return r;
 }
 
 }  // namespace
@@ -50,101 +187,9 @@ absl::StatusOr<std::vector<FaultRule>> ParseFaultSpec(absl::string_view spec) {
   for (absl::string_view text : absl::StrSplit(spec, ';')) {
     text = absl::StripAsciiWhitespace(text);
     if (text.empty()) continue;
-    ++number;
-    std::vector<absl::string_view> tokens = absl::StrSplit(text, ':');
-    if (tokens.size() < 2) {
-      return BadToken(number, text, text, "expected OP:KIND[:PARAM...]");
-    }
-    FaultRule r;
-    const absl::string_view op = absl::StripAsciiWhitespace(tokens[0]);
-    if (op == "read") {
-      r.op = Op::kRead;
-    } else if (op == "write") {
-      r.op = Op::kWrite;
-    } else if (op == "flush") {
-      r.op = Op::kFlush;
-    } else if (op == "any") {
-      r.op = Op::kAny;
-    } else {
-      return BadToken(number, text, op, "unknown operation (read, write, flush or any)");
-    }
-    const absl::string_view kind = absl::StripAsciiWhitespace(tokens[1]);
-    if (kind == "eio") {
-      r.kind = Kind::kEio;
-    } else if (kind == "short") {
-      r.kind = Kind::kShortWrite;
-    } else if (kind == "torn") {
-      r.kind = Kind::kTornWrite;
-    } else if (kind == "latency") {
-      r.kind = Kind::kLatency;
-    } else {
-      return BadToken(number, text, kind, "unknown fault (eio, short, torn or latency)");
-    }
-    if ((r.kind == Kind::kShortWrite || r.kind == Kind::kTornWrite) && r.op != Op::kWrite) {
-      return BadToken(number, text, kind, "short and torn faults apply to write only");
-    }
-    std::set<absl::string_view> seen;
-    bool has_delay = false;
-    for (size_t i = 2; i < tokens.size(); ++i) {
-      const absl::string_view token = absl::StripAsciiWhitespace(tokens[i]);
-      const size_t eq = token.find('=');
-      if (eq == absl::string_view::npos) return BadToken(number, text, token, "expected KEY=VALUE");
-      const absl::string_view key = token.substr(0, eq);
-      const absl::string_view value = token.substr(eq + 1);
-      if (!seen.insert(key).second) return BadToken(number, text, token, "given twice");
-      if (key == "p") {
-        if (!absl::SimpleAtod(value, &r.probability) || !(r.probability >= 0.0) ||
-            r.probability > 1.0) {
-          return BadToken(number, text, token, "probability must be a number in [0, 1]");
-        }
-      } else if (key == "lba") {
-        if (r.op == Op::kFlush) return BadToken(number, text, token, "a flush has no LBA range");
-        std::pair<absl::string_view, absl::string_view> parts = absl::StrSplit(value, '+');
-        const bool has_count = value.find('+') != absl::string_view::npos;
-        if (!absl::SimpleAtoi(parts.first, &r.first_lba) ||
-            (has_count && (!absl::SimpleAtoi(parts.second, &r.lba_count) || r.lba_count == 0))) {
-          return BadToken(number, text, token, "expected lba=FIRST or lba=FIRST+COUNT, COUNT > 0");
-        }
-        if (!has_count) r.lba_count = 1;
-        if (r.first_lba + r.lba_count < r.first_lba) {
-          return BadToken(number, text, token, "range overflows");
-        }
-      } else if (key == "after") {
-        if (!absl::SimpleAtoi(value, &r.after_ops)) {
-          return BadToken(number, text, token, "expected a count");
-        }
-      } else if (key == "max") {
-        if (!absl::SimpleAtoi(value, &r.max_hits)) {
-          return BadToken(number, text, token, "expected a count");
-        }
-      } else if (key == "ms" || key == "us") {
-        if (r.kind != Kind::kLatency) {
-          return BadToken(number, text, token, "only a latency fault takes a delay");
-        }
-        if (has_delay) return BadToken(number, text, token, "give one of ms and us");
-        has_delay = true;
-        double v = 0;
-        if (!absl::SimpleAtod(value, &v) || !(v > 0) || v > 3.6e9) {
-          return BadToken(number, text, token, "expected a positive delay");
-        }
-        r.latency = key == "ms" ? absl::Milliseconds(v) : absl::Microseconds(v);
-      } else if (key == "sector") {
-        if (r.kind != Kind::kTornWrite) {
-          return BadToken(number, text, token, "only a torn fault takes a sector size");
-        }
-        if (!absl::SimpleAtoi(value, &r.sector_size) || r.sector_size == 0 ||
-            r.sector_size > (1u << 20) || (r.sector_size & (r.sector_size - 1)) != 0) {
-          return BadToken(number, text, token, "sector must be a power of two up to 1M");
-        }
-      } else {
-        return BadToken(number, text, token,
-                        "unknown parameter (p, lba, after, max, ms, us or sector)");
-      }
-    }
-    if (r.kind == Kind::kLatency && !has_delay) {
-      return BadToken(number, text, kind, "a latency fault needs ms=N or us=N");
-    }
-    rules.push_back(r);
+    absl::StatusOr<FaultRule> rule = ParseRule(RuleSource{++number, text});
+    if (!rule.ok()) return rule.status();
+    rules.push_back(*rule);
   }
   return rules;
 }

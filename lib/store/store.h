@@ -278,6 +278,10 @@ struct DeviceStatus {
   std::vector<std::pair<std::string, uint64_t>> counters;
 };
 
+class ObjectLocks;    // object_locks.h
+struct StripeBuffer;  // stripe_buffer.h
+struct StripeSet;     // stripe_buffer.h
+
 class Store {
  public:
   // Opens the store in options.data_dir, creating it on first use: drops objects a crash left
@@ -461,14 +465,11 @@ class Store {
 
  private:
   struct Device;
-  class ObjectLocks;
-  struct StripeBuffer;
   // Reads whose stripe buffers a sink may still pin (Store::Read); ~Store waits for none.
   mutable std::mutex pinned_mu_;
   std::condition_variable pinned_gone_;
   int pinned_sets_ = 0;    // Guarded by pinned_mu_.
   int outlived_sets_ = 0;  // Of pinned_sets_, those whose read has returned. Guarded likewise.
-  struct StripeSet;
 
   explicit Store(StoreOptions options);
   absl::Status Init();

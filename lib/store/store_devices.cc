@@ -374,4 +374,99 @@ void Store::CountStripes(uint32_t parity, int64_t delta) {
   if (n == 0) stripes_by_parity_.erase(parity);
 }
 
+absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
+  absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> counts =
+      catalog_->BlockCountsByDevice();
+  if (!counts.ok()) return counts.status();
+  std::lock_guard lock(mu_);
+  std::vector<DeviceStatus> out;
+  for (const auto& d : devices_) {
+    DeviceStatus s;
+    s.record = d->record;
+    s.used_bytes = d->allocator.used_lbas() * d->record.lba_size;
+    s.free_bytes = d->allocator.free_lbas() * d->record.lba_size;
+    s.metadata_bytes = ((d->label_lba ? 1 : 0) + d->log_place.lba_count) * d->record.lba_size;
+    s.flush_failures = d->flush_failures;
+    if (d->ns) s.counters = d->ns->Counters();
+    out.push_back(s);
+  }
+  for (const auto& [id, n] : *counts) {
+    if (id < out.size()) out[id].blocks = n;
+  }
+  return out;
+}
+
+absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState state,
+                                                   std::optional<DeviceState> only_from) {
+  if (id >= devices_.size()) {
+    return absl::NotFoundError(absl::StrCat("device ", id, " not found; devices are 0..",
+                                            devices_.size() - 1, " (`ecctl device ls`)"));
+  }
+  Device& d = *devices_[id];
+  std::lock_guard transition(state_mu_);  // One state change at a time.
+  if (only_from) {
+    std::lock_guard lock(mu_);
+    if (d.record.state != *only_from) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device ", id, " is ", DeviceStateName(d.record.state), " now"));
+    }
+  }
+  if (state == DeviceState::kFailing) {
+    std::lock_guard lock(mu_);
+    if (d.record.state != DeviceState::kOnline || d.ns == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("device ", id, " is ", DeviceStateName(d.record.state),
+                       "; only an online device can be marked failing (to be evacuated)"));
+    }
+  }
+  if (state == DeviceState::kDown) {
+    return absl::InvalidArgumentError("a device is marked down by MarkDeviceDown, not here");
+  }
+  if (state == DeviceState::kOnline) {
+    bool reopen;
+    std::optional<uint64_t> label_lba;
+    {
+      std::lock_guard lock(mu_);
+      reopen = d.ns == nullptr || d.record.state == DeviceState::kFailed ||
+               d.record.state == DeviceState::kDown;
+      label_lba = d.label_lba;
+    }
+    if (reopen) {  // A repaired device: open its namespace again and check its label.
+      DeviceLabel label;
+      absl::StatusOr<std::unique_ptr<Namespace>> ns =
+          OpenDevice(d.record, /*create=*/false, label_lba, &label);
+      if (!ns.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "device ", id, " cannot be brought online: ", ns.status().message(),
+            ". Fix it and retry, or put a new blank namespace in its slot with `ecctl device "
+            "replace ",
+            id, "`"));
+      }
+      {
+        std::lock_guard lock(mu_);
+        d.ns = std::move(*ns);  // I/O still holding the old handle finishes on it.
+        d.write_errors_in_a_row = 0;
+      }
+      if (!label_lba) {
+        if (absl::Status s = LabelDevice(d); !s.ok()) return s;
+      }
+      if (absl::Status s = ReopenRecordLog(d, label.log); !s.ok()) return s;
+    } else if (records_->log(id) == nullptr) {  // Its log could not be written before.
+      if (absl::Status s = ReopenRecordLog(d, {}); !s.ok()) return s;
+    }
+  }
+  if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;
+  {
+    std::lock_guard lock(mu_);
+    d.record.state = state;
+    d.record.down_since_unix_ms = 0;
+    d.record.down_reason.clear();
+  }
+  Log(LogLevel::kInfo, "device %d is now %s", id, DeviceStateName(state));
+  NotifyRepair();
+  absl::StatusOr<std::vector<DeviceStatus>> all = ListDevices();
+  if (!all.ok()) return all.status();
+  return (*all)[id];
+}
+
 }  // namespace ecd::store

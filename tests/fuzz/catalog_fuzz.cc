@@ -1,6 +1,6 @@
-// Fuzzes the catalog's row decoders (lib/catalog/catalog.cc) through the public Catalog API: a
-// SQLite catalog file is written with raw sqlite3 (as a hand edit, a bug or a corrupt restore
-// could leave it), with fuzzed values in every column of devices, objects, blocks and meta
+// Fuzzes the catalog's row decoders (lib/catalog/catalog_queries.cc) through the public Catalog
+// API: a SQLite catalog file is written with raw sqlite3 (as a hand edit, a bug or a corrupt
+// restore could leave it), with fuzzed values in every column of devices, objects, blocks and meta
 // (NULLs, reals, blobs, negative and huge integers, unknown enum strings, long text), then
 // opened with Catalog::Open and read with every query the store uses.
 //

@@ -1,0 +1,122 @@
+// Internal to lib/catalog: the SQLite statement and write-transaction wrappers and the mapping of
+// SQLite errors to statuses, shared by the catalog's source files. Not part of the public API.
+#ifndef ECD_LIB_CATALOG_SQLITE_STATEMENT_H_
+#define ECD_LIB_CATALOG_SQLITE_STATEMENT_H_
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "lib/catalog/catalog.h"
+
+namespace ecd::store::catalog_internal {
+
+// The status for the error SQLite last reported on `db`, `what` naming the failed step:
+// AlreadyExists for a constraint violation, ResourceExhausted for a full disk, DataLoss marked as
+// catalog damage (IsCatalogDamage) for a damaged file, Internal otherwise. Every one but a
+// constraint violation counts as an error of the catalog open on `db`.
+absl::Status SqliteError(sqlite3* db, absl::string_view what);
+
+// A prepared statement, finalized on destruction.
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) : db_(db) {
+    status_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) == SQLITE_OK
+                  ? absl::OkStatus()
+                  : SqliteError(db, "prepare");
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  const absl::Status& status() const { return status_; }
+
+  Statement& Bind(int i, int64_t v) {
+    if (status_.ok() && sqlite3_bind_int64(stmt_, i, v) != SQLITE_OK) {
+      status_ = SqliteError(db_, "bind");
+    }
+    return *this;
+  }
+  Statement& Bind(int i, absl::string_view v) {
+    if (status_.ok() && sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()),
+                                          SQLITE_TRANSIENT) != SQLITE_OK) {
+      status_ = SqliteError(db_, "bind");
+    }
+    return *this;
+  }
+
+  // Steps once. Returns true when a row is available, false when done.
+  absl::StatusOr<bool> Step() {
+    if (!status_.ok()) return status_;
+    const int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    status_ = SqliteError(db_, "step");
+    return status_;
+  }
+  // Runs a statement that returns no rows.
+  absl::Status Run() {
+    absl::StatusOr<bool> row = Step();
+    return row.ok() ? absl::OkStatus() : row.status();
+  }
+  absl::Status Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return status_;
+  }
+
+  int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  int Type(int col) const { return sqlite3_column_type(stmt_, col); }
+  std::string Text(int col) const {
+    const unsigned char* t = sqlite3_column_text(stmt_, col);
+    return t == nullptr ? std::string()
+                        : std::string(reinterpret_cast<const char*>(t),
+                                      static_cast<size_t>(sqlite3_column_bytes(stmt_, col)));
+  }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  absl::Status status_;
+};
+
+// A write transaction (BEGIN IMMEDIATE), rolled back unless committed.
+class Transaction {
+ public:
+  Transaction(sqlite3* db, Catalog::Counters& counters) : db_(db), counters_(counters) {
+    status_ = sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK
+                  ? absl::OkStatus()
+                  : SqliteError(db, "begin");
+  }
+  ~Transaction() {
+    if (status_.ok() && !done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+  const absl::Status& status() const { return status_; }
+  absl::Status Commit() {
+    done_ = true;
+    const auto start = std::chrono::steady_clock::now();
+    if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      absl::Status s = SqliteError(db_, "commit");
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      return s;
+    }
+    counters_.commits.fetch_add(1, std::memory_order_relaxed);
+    if (counters_.on_commit) counters_.on_commit(std::chrono::steady_clock::now() - start);
+    return absl::OkStatus();
+  }
+
+ private:
+  sqlite3* db_;
+  Catalog::Counters& counters_;
+  absl::Status status_;
+  bool done_ = false;
+};
+
+}  // namespace ecd::store::catalog_internal
+
+#endif  // ECD_LIB_CATALOG_SQLITE_STATEMENT_H_
