@@ -464,6 +464,12 @@ class Store {
   void SetSuspectListener(std::function<void(uint32_t device, const std::string& reason)> fn);
 
  private:
+  // One call of a flow, in the flow's own file (encode.cc, read.cc, update.cc, recover.cc).
+  friend class EncodeFlow;
+  friend class ReadFlow;
+  friend class UpdateFlow;
+  friend class RecoverFlow;
+
   struct Device;
   // Reads whose stripe buffers a sink may still pin (Store::Read); ~Store waits for none.
   mutable std::mutex pinned_mu_;
