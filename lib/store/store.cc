@@ -141,7 +141,17 @@ absl::Status Store::Init() {
   if (absl::Status s = OpenDevices(*records, new_ids); !s.ok()) return s;
   if (absl::Status s = OpenRecordLogs(); !s.ok()) return s;
 
-  // Free space is whatever the catalog does not reference.
+  if (absl::Status s = MarkUsedSpace(); !s.ok()) return s;
+  if (absl::Status s = LabelDevices(); !s.ok()) return s;
+  if (absl::Status s = PrepareRecordLogs(); !s.ok()) return s;
+  // After the record logs have their regions: every LBA still free is punched.
+  ReclaimFreeSpace();
+  return absl::OkStatus();
+}
+
+// Free space is whatever the catalog does not reference: every block, every label and every
+// record log is marked used in its device's allocator.
+absl::Status Store::MarkUsedSpace() {
   absl::Status inconsistent;
   absl::Status s = catalog_->ForEachBlock([&](const BlockRecord& b) {
     if (!inconsistent.ok()) return;
@@ -175,10 +185,6 @@ absl::Status Store::Init() {
                        ") overlaps a block or its label: ", s.message()));
     }
   }
-  if (absl::Status s = LabelDevices(); !s.ok()) return s;
-  if (absl::Status s = PrepareRecordLogs(); !s.ok()) return s;
-  // After the record logs have their regions: every LBA still free is punched.
-  ReclaimFreeSpace();
   return absl::OkStatus();
 }
 

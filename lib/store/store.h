@@ -469,6 +469,7 @@ class Store {
   friend class ReadFlow;
   friend class UpdateFlow;
   friend class RecoverFlow;
+  friend class StripeLoad;  // One LoadBlocks call (stripe_loader.cc).
 
   struct Device;
   // Reads whose stripe buffers a sink may still pin (Store::Read); ~Store waits for none.
@@ -480,6 +481,10 @@ class Store {
   explicit Store(StoreOptions options);
   absl::Status Init();
   absl::Status InitMemory(size_t device_count);
+  // Init's census of used space: marks every block the catalog references, every device label
+  // and every record log region used in its device's allocator. FailedPrecondition when the
+  // catalog names an unknown device or two of them overlap.
+  absl::Status MarkUsedSpace();
 
   absl::StatusOr<std::shared_ptr<const ec::Codec>> CodecFor(ec::MatrixType type, int data,
                                                             int parity);

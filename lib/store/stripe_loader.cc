@@ -58,6 +58,137 @@ std::unique_ptr<Store::BlockReads> Store::StartLoad(const ObjectRecord& object,
   return reads;
 }
 
+// One LoadBlocks call: the reads of one stripe's blocks and what they found. `available` holds
+// the blocks that read good, `tried` the blocks read (or found unreadable) so far.
+class StripeLoad {
+ public:
+  StripeLoad(Store& store, const ObjectRecord& object, uint64_t stripe,
+             const std::vector<const BlockRecord*>& by_index, const std::vector<int>& need,
+             StripeBuffer& buffer, Store::LoadReport* report)
+      : store_(store),
+        object_(object),
+        stripe_(stripe),
+        by_index_(by_index),
+        need_(need),
+        buffer_(buffer),
+        report_(report),
+        m_(static_cast<int>(object.data_blocks)),
+        width_(static_cast<int>(by_index.size())),
+        tried_(width_, false) {}
+
+  // Waits for `reads` and takes in what each read found.
+  void Finish(Store::BlockReads& reads) {
+    const std::vector<Store::BlockRead> results = store_.FinishReads(object_, reads);
+    for (size_t j = 0; j < results.size(); ++j) {
+      tried_[reads.indices[j]] = true;
+      if (results[j] == Store::BlockRead::kGood) available_.push_back(reads.indices[j]);
+      if (reads.blocks[j] != nullptr && store_.DeviceOnline(reads.blocks[j]->device)) {
+        Count(reads.indices[j], results[j]);
+      }
+    }
+  }
+
+  bool Good(int i) const {
+    return std::find(available_.begin(), available_.end(), i) != available_.end();
+  }
+  bool AllNeededGood() const {
+    return std::all_of(need_.begin(), need_.end(), [this](int i) { return Good(i); });
+  }
+  bool Enough() const { return static_cast<int>(available_.size()) >= m_; }
+
+  // Reads blocks not tried yet (not flagged corrupt), as many at a time as are still missing,
+  // until M are good or none is left.
+  void ReadMore() {
+    while (!Enough()) {
+      Store::BlockReads more;
+      for (int i = 0; i < width_ && static_cast<int>(available_.size() + more.indices.size()) < m_;
+           ++i) {
+        if (tried_[i] || by_index_[i] == nullptr || by_index_[i]->corrupt) continue;
+        more.indices.push_back(i);
+        more.blocks.push_back(by_index_[i]);
+        more.outs.push_back(buffer_.block(i));
+      }
+      if (more.indices.empty()) return;
+      store_.StartReads(object_, more);
+      Finish(more);
+    }
+  }
+
+  // Last resort: blocks flagged corrupt earlier (perhaps by a transient read error); their
+  // checksum still decides. One that reads good again is trusted again (its flag is cleared
+  // unless the report says not to repair).
+  void RetryCorrupt() {
+    for (int i = 0; i < width_ && !Enough(); ++i) {
+      const BlockRecord* b = by_index_[i];
+      if (b == nullptr || !b->corrupt) continue;  // The others were tried already.
+      const Store::BlockRead result = store_.ReadBlock(object_, *b, buffer_.block(i));
+      if (store_.DeviceOnline(b->device)) Count(i, result);
+      if (result != Store::BlockRead::kGood) continue;
+      available_.push_back(i);
+      if (report_ == nullptr || report_->repair) {
+        (void)store_.catalog_->SetBlockCorrupt(object_.id, stripe_, b->index, false);
+      }
+      if (report_ != nullptr) {
+        auto& bad = report_->found_bad;
+        bad.erase(std::remove(bad.begin(), bad.end(), i), bad.end());
+      }
+    }
+  }
+
+  // The blocks to rebuild, decided only after every read: a block of `need` that StartLoad
+  // could not read (its device was offline then) may have read good since. With a report, the
+  // blocks that read bad on the way too.
+  std::vector<int> Wanted() const {
+    std::vector<int> wanted;
+    for (int i : need_) {
+      if (!Good(i)) wanted.push_back(i);
+    }
+    if (report_ != nullptr) {
+      for (int i : report_->found_bad) {
+        if (!Good(i) && by_index_[i] != nullptr) wanted.push_back(i);
+      }
+    }
+    return wanted;
+  }
+
+  // The good blocks, ascending.
+  std::vector<int> Available() {
+    std::sort(available_.begin(), available_.end());
+    return available_;
+  }
+  size_t available_count() const { return available_.size(); }
+
+ private:
+  // Counts one finished read of block i in the report.
+  void Count(int i, Store::BlockRead result) {
+    if (report_ == nullptr) return;
+    ++report_->blocks_read;
+    if (std::find(report_->read.begin(), report_->read.end(), i) == report_->read.end()) {
+      report_->read.push_back(i);
+    }
+    if (result == Store::BlockRead::kGood) {
+      ++report_->good_reads;
+      return;
+    }
+    if (result == Store::BlockRead::kCorrupt) ++report_->corrupt_reads;
+    const bool needed = std::find(need_.begin(), need_.end(), i) != need_.end();
+    auto& bad = report_->found_bad;
+    if (!needed && std::find(bad.begin(), bad.end(), i) == bad.end()) bad.push_back(i);
+  }
+
+  Store& store_;
+  const ObjectRecord& object_;
+  const uint64_t stripe_;
+  const std::vector<const BlockRecord*>& by_index_;
+  const std::vector<int>& need_;
+  StripeBuffer& buffer_;
+  Store::LoadReport* const report_;
+  const int m_;
+  const int width_;
+  std::vector<bool> tried_;
+  std::vector<int> available_;
+};
+
 absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
                                                    const std::shared_ptr<const ec::Codec>& codec,
                                                    const std::vector<const BlockRecord*>& by_index,
@@ -65,8 +196,6 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
                                                    StripeBuffer& buffer, absl::string_view outcome,
                                                    std::unique_ptr<BlockReads> first,
                                                    LoadReport* report) {
-  const int m = static_cast<int>(object.data_blocks);
-  const int width = static_cast<int>(by_index.size());
   for (int i : need) {
     if (by_index[i] == nullptr) {  // Nothing to check a rebuilt block against.
       return absl::DataLossError(absl::StrCat("the catalog has no block ", i, " of stripe ", stripe,
@@ -75,95 +204,22 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
     }
   }
   if (first == nullptr) first = StartLoad(object, by_index, need, buffer);
-  std::vector<bool> tried(width, false);
-  std::vector<int> available;
-  auto in_need = [&](int i) { return std::find(need.begin(), need.end(), i) != need.end(); };
-  // Counts one finished read of block i (for `report`).
-  auto count = [&](int i, BlockRead result) {
-    if (report == nullptr) return;
-    ++report->blocks_read;
-    if (std::find(report->read.begin(), report->read.end(), i) == report->read.end()) {
-      report->read.push_back(i);
-    }
-    if (result == BlockRead::kGood) {
-      ++report->good_reads;
-      return;
-    }
-    if (result == BlockRead::kCorrupt) ++report->corrupt_reads;
-    if (!in_need(i) && std::find(report->found_bad.begin(), report->found_bad.end(), i) ==
-                           report->found_bad.end()) {
-      report->found_bad.push_back(i);
-    }
-  };
-  auto finish = [&](BlockReads& reads) {
-    const std::vector<BlockRead> results = FinishReads(object, reads);
-    for (size_t j = 0; j < results.size(); ++j) {
-      tried[reads.indices[j]] = true;
-      if (results[j] == BlockRead::kGood) available.push_back(reads.indices[j]);
-      if (reads.blocks[j] != nullptr && DeviceOnline(reads.blocks[j]->device)) {
-        count(reads.indices[j], results[j]);
-      }
-    }
-  };
-  finish(*first);
-  auto good = [&](int i) {
-    return std::find(available.begin(), available.end(), i) != available.end();
-  };
-  if (std::all_of(need.begin(), need.end(), good)) return std::vector<int>{};
-  // More blocks, as many at a time as are still missing, until M are good.
-  while (static_cast<int>(available.size()) < m) {
-    BlockReads more;
-    for (int i = 0; i < width && static_cast<int>(available.size() + more.indices.size()) < m;
-         ++i) {
-      if (tried[i] || by_index[i] == nullptr || by_index[i]->corrupt) continue;
-      more.indices.push_back(i);
-      more.blocks.push_back(by_index[i]);
-      more.outs.push_back(buffer.block(i));
-    }
-    if (more.indices.empty()) break;
-    StartReads(object, more);
-    finish(more);
-  }
-  // Last resort: blocks flagged corrupt earlier (perhaps by a transient read error); their
-  // checksum still decides. One that reads good again is trusted again.
-  for (int i = 0; i < width && static_cast<int>(available.size()) < m; ++i) {
-    const BlockRecord* b = by_index[i];
-    if (b == nullptr || !b->corrupt) continue;  // The others were tried above.
-    const BlockRead result = ReadBlock(object, *b, buffer.block(i));
-    if (DeviceOnline(b->device)) count(i, result);
-    if (result == BlockRead::kGood) {
-      available.push_back(i);
-      if (report == nullptr || report->repair) {
-        (void)catalog_->SetBlockCorrupt(object.id, stripe, b->index, false);
-      }
-      if (report != nullptr) {
-        auto& bad = report->found_bad;
-        bad.erase(std::remove(bad.begin(), bad.end(), i), bad.end());
-      }
-    }
-  }
-  if (static_cast<int>(available.size()) < m) {
+  StripeLoad load(*this, object, stripe, by_index, need, buffer, report);
+  load.Finish(*first);
+  if (load.AllNeededGood()) return std::vector<int>{};
+  load.ReadMore();
+  load.RetryCorrupt();
+  if (!load.Enough()) {
     return absl::DataLossError(absl::StrCat(
-        "stripe ", stripe, " of \"", object.name, "\" has only ", available.size(),
-        " readable blocks of the ", m, " needed: more than ", object.parity_blocks,
+        "stripe ", stripe, " of \"", object.name, "\" has only ", load.available_count(),
+        " readable blocks of the ", object.data_blocks, " needed: more than ", object.parity_blocks,
         " blocks are lost.", outcome,
         " Bring failed devices back online (`ecctl device online`) and retry; otherwise "
         "restore this object from a backup"));
   }
-  // What to rebuild is decided only now, after every read: a block of `need` that StartLoad
-  // could not read (its device was offline then) may have read good since.
-  std::vector<int> wanted;
-  for (int i : need) {
-    if (!good(i)) wanted.push_back(i);
-  }
-  if (report != nullptr) {  // Rebuild what read bad on the way too.
-    for (int i : report->found_bad) {
-      if (!good(i) && by_index[i] != nullptr) wanted.push_back(i);
-    }
-  }
+  std::vector<int> wanted = load.Wanted();
   if (wanted.empty()) return wanted;
-  std::sort(available.begin(), available.end());
-  absl::StatusOr<int> failed = RebuildInBuffer(codec, by_index, buffer, available, wanted);
+  absl::StatusOr<int> failed = RebuildInBuffer(codec, by_index, buffer, load.Available(), wanted);
   if (!failed.ok()) return failed.status();
   if (*failed >= 0) {
     return absl::DataLossError(absl::StrCat(
