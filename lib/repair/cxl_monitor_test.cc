@@ -28,6 +28,9 @@ TEST_F(CxlMonitorTest, CountsRecordsByDeviceLogTypeAndSeverityAndOverflowsByDevi
   po.media_error = PolicyAction::kCount;
   EventPolicy policy(store_.get(), &rebuilds, po);
   CxlMonitorOptions mo;
+  // No interrupts and no polling: only DrainNow drains, so the third informational record
+  // always finds its log full.
+  mo.initial_mode = cxl::InterruptMode::kNone;
   mo.poll_interval = absl::ZeroDuration();
   mo.device.capacity = {2, 2, 2, 2};
   auto monitor = CxlMonitor::Create(&policy, 3, mo);

@@ -137,279 +137,464 @@ absl::Status Store::VerifyParity(const ObjectRecord& object, uint64_t stripe,
   return absl::OkStatus();
 }
 
+// One call of Store::Recover: the object's stripes walked one batch (kStripeBatch stripes) at a
+// time, each batch under the object's exclusive lock, so that reads and updates of the object
+// proceed between batches (and `progress`, which may sleep to keep a rate, runs without the
+// lock). Each batch reads the object afresh: an update between batches is seen, a delete ends
+// the walk. Within a batch, up to kRecoverStripes (or stripes_in_flight) stripe buffers, at
+// least 2, as the memory limit allows: while one stripe is checked, rebuilt and written, the
+// next ones' blocks are read. The stripe memory is released at the end of each batch.
+// Not thread-safe: one object per call, used by that call only.
+class RecoverFlow {
+ public:
+  // REQUIRES: store, name, progress and options outlive the flow.
+  RecoverFlow(Store& store, absl::string_view name,
+              const std::function<void(const RecoverProgress&)>& progress,
+              const RecoverOptions& options)
+      : store_(store),
+        name_(name),
+        progress_(progress),
+        options_(options),
+        check_all_(options.check_all || options.verify_parity),
+        listed_(options.stripes),
+        interrupt_{.cancelled = options.cancelled} {}
+
+  // The whole walk, then its outcome: Store::Recover's contract. Call once.
+  absl::StatusOr<RecoverProgress> Run();
+
+ private:
+  // One batch, from stripe batch_, under the object's lock: the object looked up, stripe memory
+  // reserved, the stripes checked or rebuilt and the new blocks committed, the memory released.
+  // Returns false when the walk is over (the object was deleted, or has no stripe at batch_);
+  // it then holds no stripe memory. An error ends the call (the batch abandoned once its I/O
+  // started). The lock is released on return.
+  absl::StatusOr<bool> Batch();
+  // Looks the object up afresh and sets object_, codec_ and its shape (k_, width_, lbas_).
+  // Returns false when there is nothing left to walk. An error of the first lookup is
+  // LookupError's; later, only a deletion (NotFound) ends the walk quietly.
+  absl::StatusOr<bool> FindObject();
+  // Reserves and allocates the stripe buffers (and the K parity blocks verify_parity needs)
+  // unless held already. May wait for memory until interrupt_ fires (Cancelled,
+  // DeadlineExceeded). REQUIRES: FindObject returned true.
+  absl::Status ReserveStripes();
+  // Reads the batch's blocks from the catalog and resets the batch's state: its stripes by
+  // index, the work to do in it (ChooseWork), nothing written or replaced yet.
+  // REQUIRES: ReserveStripes succeeded.
+  absl::Status PlanBatch();
+  // Sets work_ to the stripes to work on, as offsets in the batch, and for a rebuild needs_ to
+  // the blocks of each that need a new home (evicts_: those `evict` chose): all stripes (among
+  // the listed ones) when checking every block.
+  void ChooseWork();
+  // Checks or rebuilds work_'s stripes in turn, reading ahead into the other buffers, and
+  // starts the writes of their rebuilt blocks. Sets p_.stripes_done to the batch's end.
+  // An error is returned abandoned (Abandon): nothing of the batch will commit.
+  absl::Status WalkStripes();
+  // Starts the reads of work_[w] into buffer w % depth_: every block of the stripe, or for a
+  // rebuild what LoadBlocks reads first.
+  std::unique_ptr<Store::BlockReads> StartStripe(size_t w);
+  // Starts reads into every buffer not being read, except the one of the stripe just worked on
+  // while its rebuilt blocks are still being written (they overlap the next stripe's work; that
+  // buffer is read into once they are done). An error is a failed write (FinishWrites).
+  absl::Status ReadAhead();
+  // Checks or rebuilds stripe work_[w] (and verifies its parity), then with options_.repair
+  // writes what it rebuilt (Rewrite). REQUIRES: ahead_.front() holds the reads of work_[w].
+  // An error is returned abandoned. A stripe with too few good blocks is counted lost, not an
+  // error.
+  absl::Status WorkOn(size_t w);
+  // Gives the bad, evicted and recomputed blocks of `found` new homes on devices that hold no
+  // other block of the stripe and starts their writes from `buffer` on writes_[w % depth_].
+  // A block that finds no room is skipped (no_space_ says why, returned at the end). An error (a
+  // block missing from the catalog, a device gone) is returned abandoned.
+  absl::Status Rewrite(size_t w, uint64_t stripe, const std::vector<const BlockRecord*>& by_index,
+                       StripeBuffer& buffer, const Store::StripeFindings& found);
+  // The error Recover ends with when a rebuilt block of `stripe` finds no room: `placed` itself
+  // when a file system is full or no device is outside the stripe, else ResourceExhausted.
+  absl::Status NoSpace(const absl::Status& placed, uint64_t stripe) const;
+  // Waits for the writes of the batch, writes the new blocks' records, flushes the devices
+  // written and commits the new blocks to the catalog, then frees the old ones. An error is
+  // returned abandoned: the old blocks stay where they were.
+  absl::Status CommitBatch();
+  // Waits for the writes on `io` (null: none) and lets it go. A failed write loses nothing:
+  // Unavailable (not the device's DataLoss) says that nothing of the batch was committed; a
+  // full file system is returned as it is.
+  absl::Status FinishWrites(std::unique_ptr<Store::BlockIo>& io);
+  // Ends a failed batch: waits for its writes and reads, and discards the new blocks' extents.
+  // Returns `s`. Call once per failed batch, with the object's lock held.
+  absl::Status Abandon(absl::Status s);
+  // Releases the stripe memory: never wait for the object's lock (the next batch) while holding
+  // it, as a request holding that lock may be waiting for the memory.
+  void ReleaseStripes();
+  // Moves batch_ to the next batch to walk; false when none is left.
+  bool NextBatch();
+  // What the walk ends with: DataLoss when stripes were lost, else the no-room error of the last
+  // block that found no room, else the progress.
+  absl::StatusOr<RecoverProgress> Outcome() const;
+
+  // The call.
+  Store& store_;
+  const absl::string_view name_;
+  const std::function<void(const RecoverProgress&)>& progress_;
+  const RecoverOptions& options_;
+  const bool check_all_;
+  const std::vector<uint64_t>& listed_;  // empty: every stripe
+  const Interrupt interrupt_;            // for the lock and memory waits
+
+  // The walk.
+  RecoverProgress p_;
+  int64_t object_id_ = 0;
+  bool first_ = true;
+  uint64_t batch_ = 0;  // the first stripe of the batch
+  absl::Status no_space_;
+
+  // The batch's stripe memory (declared before the I/O into it, so destroyed after it).
+  StripeSet buffers_;
+  std::vector<StripeBuffer*> stripe_buffers_;
+  StripeBuffer* parity_ = nullptr;  // K blocks: the parity the data encodes to.
+
+  // The batch.
+  ObjectRecord object_;
+  std::shared_ptr<const ec::Codec> codec_;
+  int k_ = 0;
+  int width_ = 0;
+  uint64_t lbas_ = 0;
+  size_t depth_ = 0;    // stripe_buffers_.size()
+  uint64_t count_ = 0;  // stripes in the batch
+  std::vector<BlockRecord> blocks_;
+  std::vector<std::vector<const BlockRecord*>> stripes_;  // by offset in the batch
+  std::vector<uint64_t> work_;
+  std::vector<std::vector<int>> needs_;
+  std::vector<std::vector<int>> evicts_;  // of needs_[n], those `evict` chose
+  std::vector<BlockRecord> replaced_;     // New locations, to commit.
+  std::vector<BlockRecord> superseded_;   // Old locations, freed after the commit.
+  std::vector<bool> touched_;
+  // By buffer: the writes of the rebuilt blocks of the stripe last worked on in it, waited for
+  // before the buffer is read into again and before the batch commits.
+  std::vector<std::unique_ptr<Store::BlockIo>> writes_;
+  std::deque<std::unique_ptr<Store::BlockReads>> ahead_;  // work_[w ...]: waited for if abandoned
+  size_t started_ = 0;
+};
+
+absl::StatusOr<RecoverProgress> RecoverFlow::Run() {
+  for (batch_ = listed_.empty() ? 0 : listed_.front();; first_ = false) {
+    absl::StatusOr<bool> more = Batch();
+    if (!more.ok()) return more.status();
+    if (!*more) break;
+    if (progress_) progress_(p_);
+    if (options_.cancelled && options_.cancelled()) {
+      return absl::CancelledError(absl::StrCat("stopped after ", p_.stripes_done, " of ",
+                                               p_.stripes_total, " stripes of \"", name_, "\""));
+    }
+    if (!NextBatch()) break;
+  }
+  return Outcome();
+}
+
+absl::StatusOr<bool> RecoverFlow::Batch() {
+  ObjectLocks::Guard guard(*store_.locks_, name_, /*exclusive=*/true, interrupt_);
+  if (!guard.status().ok()) return guard.status();
+  absl::StatusOr<bool> found = FindObject();
+  if (!found.ok() || !*found) return found;
+  if (absl::Status s = ReserveStripes(); !s.ok()) return s;
+  if (absl::Status s = PlanBatch(); !s.ok()) return s;
+  if (absl::Status s = WalkStripes(); !s.ok()) return s;  // abandoned
+  if (absl::Status s = CommitBatch(); !s.ok()) return s;  // abandoned
+  ReleaseStripes();
+  return true;
+}
+
+absl::StatusOr<bool> RecoverFlow::FindObject() {
+  absl::StatusOr<ObjectRecord> found = store_.catalog_->GetObject(name_);
+  if (!found.ok()) {
+    if (first_) return LookupError(found.status(), name_, store_.options_.max_name_length);
+    if (!absl::IsNotFound(found.status())) return found.status();
+    return false;  // Deleted meanwhile: nothing left to check.
+  }
+  object_ = *std::move(found);
+  if (first_) object_id_ = object_.id;
+  if (object_.id != object_id_) return false;  // Deleted and stored again under the same name.
+  p_.stripes_total = object_.stripe_count;
+  if (batch_ >= object_.stripe_count) return false;
+  const int m = static_cast<int>(object_.data_blocks);
+  k_ = static_cast<int>(object_.parity_blocks);
+  width_ = m + k_;
+  absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = store_.CodecFor(object_.matrix, m, k_);
+  if (!codec.ok()) return codec.status();
+  codec_ = *std::move(codec);
+  lbas_ = store_.LbasPerBlock(object_.block_size);
+  return true;
+}
+
+absl::Status RecoverFlow::ReserveStripes() {
+  if (!stripe_buffers_.empty()) return absl::OkStatus();
+  const uint64_t stride = lbas_ * store_.options_.lba_size;
+  const uint64_t unit = static_cast<uint64_t>(width_) * stride;
+  const uint64_t extra = options_.verify_parity ? static_cast<uint64_t>(k_) * stride : 0;
+  // At most a quarter of the memory limit beyond the two stripes every object may ask for: a
+  // recover that sized itself to the whole limit would wait for every other request to drain
+  // at each batch, and every later request would queue behind it.
+  uint64_t depth = store_.WithinQuarter(
+      store_.options_.stripes_in_flight != 0 ? store_.options_.stripes_in_flight : kRecoverStripes,
+      unit, extra);
+  // No more than the object has (but 2, which the walk needs).
+  depth = std::min<uint64_t>(depth, std::max<uint64_t>(object_.stripe_count, 2));
+  std::vector<int> blocks(depth, width_);
+  if (options_.verify_parity) blocks.push_back(k_);
+  absl::StatusOr<StripeSet> allocated =
+      store_.AllocateStripes(blocks, object_.block_size, 0, interrupt_);
+  if (!allocated.ok()) return allocated.status();
+  buffers_ = std::move(*allocated);
+  for (uint64_t d = 0; d < depth; ++d) stripe_buffers_.push_back(&buffers_[d]);
+  if (options_.verify_parity) parity_ = &buffers_[depth];
+  return absl::OkStatus();
+}
+
+absl::Status RecoverFlow::PlanBatch() {
+  depth_ = stripe_buffers_.size();
+  count_ = std::min(kStripeBatch, object_.stripe_count - batch_);
+  absl::StatusOr<std::vector<BlockRecord>> blocks =
+      store_.catalog_->GetBlocks(object_.id, batch_, count_);
+  if (!blocks.ok()) return blocks.status();
+  blocks_ = *std::move(blocks);
+  replaced_.clear();
+  superseded_.clear();
+  touched_.assign(store_.devices_.size(), false);
+  writes_.clear();
+  writes_.resize(depth_);
+  stripes_.clear();
+  size_t row = 0;
+  for (uint64_t stripe = batch_; stripe < batch_ + count_; ++stripe) {
+    stripes_.push_back(TakeStripe(blocks_, row, stripe, width_));
+  }
+  ChooseWork();
+  return absl::OkStatus();
+}
+
+void RecoverFlow::ChooseWork() {
+  work_.clear();
+  needs_.clear();
+  needs_.resize(count_);
+  evicts_.clear();
+  evicts_.resize(count_);
+  for (uint64_t n = 0; n < count_; ++n) {
+    if (!listed_.empty() && !std::binary_search(listed_.begin(), listed_.end(), batch_ + n)) {
+      continue;
+    }
+    if (check_all_) {
+      work_.push_back(n);
+      continue;
+    }
+    for (int i = 0; i < width_; ++i) {
+      const BlockRecord* b = stripes_[n][i];
+      if (b != nullptr && options_.evict && options_.evict(*b)) {
+        needs_[n].push_back(i);
+        evicts_[n].push_back(i);
+      } else if (b == nullptr || b->corrupt ||
+                 (!store_.DeviceOnline(b->device) &&
+                  (options_.rebuild_down || !store_.DeviceDown(b->device)))) {
+        needs_[n].push_back(i);
+      }
+    }
+    if (!needs_[n].empty()) work_.push_back(n);
+  }
+}
+
+absl::Status RecoverFlow::WalkStripes() {
+  p_.stripes_done = batch_;  // Every stripe before this batch; the batch's when it ends.
+  started_ = 0;
+  for (size_t w = 0; w < work_.size(); ++w) {
+    if (absl::Status s = ReadAhead(); !s.ok()) return Abandon(s);
+    if (absl::Status s = WorkOn(w); !s.ok()) return s;  // abandoned
+  }
+  p_.stripes_done = batch_ + count_;
+  return absl::OkStatus();
+}
+
+std::unique_ptr<Store::BlockReads> RecoverFlow::StartStripe(size_t w) {
+  const uint64_t n = work_[w];
+  if (!check_all_) {
+    return store_.StartLoad(object_, stripes_[n], needs_[n], *stripe_buffers_[w % depth_]);
+  }
+  auto reads = std::make_unique<Store::BlockReads>();
+  for (int i = 0; i < width_; ++i) reads->indices.push_back(i);
+  reads->blocks = stripes_[n];
+  reads->outs = stripe_buffers_[w % depth_]->views;
+  store_.StartReads(object_, *reads);
+  return reads;
+}
+
+absl::Status RecoverFlow::ReadAhead() {
+  while (started_ < work_.size() && ahead_.size() < depth_) {
+    std::unique_ptr<Store::BlockIo>& io = writes_[started_ % depth_];
+    if (io != nullptr && ahead_.size() + 1 == depth_) break;
+    if (absl::Status s = FinishWrites(io); !s.ok()) return s;
+    ahead_.push_back(StartStripe(started_++));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecoverFlow::WorkOn(size_t w) {
+  const uint64_t n = work_[w];
+  const uint64_t stripe = batch_ + n;
+  const std::vector<const BlockRecord*>& by_index = stripes_[n];
+  StripeBuffer* const buffer = stripe_buffers_[w % depth_];
+  std::unique_ptr<Store::BlockReads> reads = std::move(ahead_.front());
+  ahead_.pop_front();
+  absl::StatusOr<Store::StripeFindings> found =
+      check_all_
+          ? store_.CheckStripe(object_, stripe, codec_, by_index, *buffer, *reads, options_, p_)
+          : store_.RebuildStripe(object_, stripe, codec_, by_index, needs_[n], evicts_[n], *buffer,
+                                 std::move(reads), options_.repair, p_);
+  if (!found.ok()) return Abandon(found.status());
+  if (found->lost) return absl::OkStatus();
+  if (options_.verify_parity) {
+    if (absl::Status s = store_.VerifyParity(object_, stripe, codec_, *buffer, *parity_,
+                                             options_.repair, *found, p_);
+        !s.ok()) {
+      return Abandon(s);
+    }
+  }
+  if (!options_.repair) return absl::OkStatus();
+  return Rewrite(w, stripe, by_index, *buffer, *found);
+}
+
+absl::Status RecoverFlow::Rewrite(size_t w, uint64_t stripe,
+                                  const std::vector<const BlockRecord*>& by_index,
+                                  StripeBuffer& buffer, const Store::StripeFindings& found) {
+  // Rebuilt, evicted and recomputed blocks all get new homes.
+  const std::vector<int>& evicted = found.evicted;
+  const std::vector<int>& mismatch = found.mismatch;
+  std::vector<int> moves = found.bad;
+  moves.insert(moves.end(), evicted.begin(), evicted.end());
+  moves.insert(moves.end(), mismatch.begin(), mismatch.end());
+  if (moves.empty()) return absl::OkStatus();
+  // Devices holding a block of this stripe (good or bad, one count per block): a rebuilt block
+  // may only go to a device that holds no other block of the stripe.
+  std::map<uint32_t, int> occupied;
+  for (const BlockRecord* b : by_index) {
+    if (b != nullptr) ++occupied[b->device];
+  }
+  std::unique_ptr<Store::BlockIo>& io = writes_[w % depth_] = std::make_unique<Store::BlockIo>();
+  io->Reset(moves.size());
+  for (size_t j = 0; j < moves.size(); ++j) {
+    const int i = moves[j];
+    const bool forced = std::find(evicted.begin(), evicted.end(), i) != evicted.end();
+    const bool recomputed = std::find(mismatch.begin(), mismatch.end(), i) != mismatch.end();
+    if (by_index[i] == nullptr) {
+      return Abandon(absl::InternalError(
+          absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));
+    }
+    BlockRecord old = *by_index[i];
+    // Prefer the block's own device (copy-on-write) unless it is being evicted.
+    absl::StatusOr<BlockRecord> placed =
+        store_.AllocateCopy(name_, old, occupied, /*allow_same_device=*/!forced, SpaceUse::kRepair);
+    if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
+      no_space_ = NoSpace(placed.status(), stripe);
+      continue;
+    }
+    BlockRecord fresh = *placed;
+    if (recomputed) fresh.crc32c = Crc32c(buffer.block(i));
+    replaced_.push_back(fresh);
+    std::shared_ptr<Namespace> target = store_.NamespaceOf(fresh.device, /*online_only=*/false);
+    if (target == nullptr) return Abandon(absl::UnavailableError("the device is gone"));
+    io->devices[j] = target;
+    target->WriteAsync(fresh.lba, buffer.padded(i),
+                       store_.TrackWrite(fresh.device, io->batch.Track(&io->status[j])));
+    touched_[fresh.device] = true;
+    superseded_.push_back(old);
+    ++p_.blocks_rebuilt;
+    if (forced) ++p_.blocks_relocated;
+    p_.bytes_rebuilt += object_.block_size;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecoverFlow::NoSpace(const absl::Status& placed, uint64_t stripe) const {
+  if (IsFileSystemFull(placed) || absl::IsFailedPrecondition(placed)) return placed;
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "no online device outside stripe ", stripe, " has ", lbas_ * store_.options_.lba_size,
+      " free bytes for a rebuilt block; add or repair devices and run "
+      "recover again"));
+}
+
+absl::Status RecoverFlow::CommitBatch() {
+  for (std::unique_ptr<Store::BlockIo>& io : writes_) {
+    if (absl::Status s = FinishWrites(io); !s.ok()) return Abandon(s);
+  }
+  std::unique_ptr<RecordKeeper::Op> op = store_.records_->NewOp();
+  if (!replaced_.empty()) {
+    op->SetObject(object_);
+    for (const BlockRecord& b : replaced_) op->AddBlock(b);
+    if (absl::Status s = op->Write(touched_); !s.ok()) return Abandon(s);
+  }
+  if (absl::Status s = store_.FlushDevices(touched_); !s.ok()) return Abandon(s);
+  if (!replaced_.empty()) {
+    if (absl::Status s = store_.catalog_->ReplaceBlocks(object_.id, replaced_, op->seq());
+        !s.ok()) {
+      return Abandon(s);
+    }
+    op->Commit();
+    for (const BlockRecord& b : superseded_) {
+      if (auto ns = store_.NamespaceOf(b.device, /*online_only=*/true)) {
+        ns->Deallocate(b.lba, b.lba_count);
+      }
+    }
+    store_.FreeExtents(superseded_);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RecoverFlow::FinishWrites(std::unique_ptr<Store::BlockIo>& io) {
+  if (io == nullptr) return absl::OkStatus();
+  absl::Status s = io->Finish();
+  io.reset();
+  if (s.ok() || IsFileSystemFull(s)) return s;
+  return absl::UnavailableError(
+      absl::StrCat("writing a rebuilt block of \"", name_, "\" failed (", s.message(),
+                   "); nothing of this batch was committed and no data was lost. Check the devices "
+                   "(`ecctl device ls`) and run recover again"));
+}
+
+absl::Status RecoverFlow::Abandon(absl::Status s) {
+  for (std::unique_ptr<Store::BlockIo>& io : writes_) (void)FinishWrites(io);
+  store_.DiscardExtents(replaced_);
+  ahead_.clear();  // Waits for the reads still in flight into the batch's buffers.
+  return s;
+}
+
+void RecoverFlow::ReleaseStripes() {
+  buffers_.buffers.clear();
+  buffers_.reservation.Release();
+  stripe_buffers_.clear();
+  parity_ = nullptr;
+}
+
+bool RecoverFlow::NextBatch() {
+  batch_ += kStripeBatch;
+  if (!listed_.empty()) {
+    auto next = std::lower_bound(listed_.begin(), listed_.end(), batch_);
+    if (next == listed_.end()) return false;
+    batch_ = *next;
+  }
+  return true;
+}
+
+absl::StatusOr<RecoverProgress> RecoverFlow::Outcome() const {
+  if (p_.lost_stripes > 0) {
+    return absl::DataLossError(absl::StrCat(
+        p_.lost_stripes, " of ", p_.stripes_total, " stripes of \"", name_,
+        "\" have too few good blocks to rebuild what is bad (the rest were ",
+        options_.repair ? "repaired" : "checked",
+        "). Bring failed devices back online and run recover again, or restore from a backup"));
+  }
+  if (!no_space_.ok()) return no_space_;
+  return p_;
+}
+
 absl::StatusOr<RecoverProgress> Store::Recover(
     absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
     const RecoverOptions& options) {
-  const bool check_all = options.check_all || options.verify_parity;
-  RecoverProgress p;
-  int64_t object_id = 0;
-  StripeSet buffers;
-  // Up to kRecoverStripes (or stripes_in_flight) stripes, at least 2, as the memory limit
-  // allows: while one is checked, rebuilt and written, the next ones' blocks are read.
-  std::vector<StripeBuffer*> stripe_buffers;
-  StripeBuffer* parity = nullptr;  // K blocks: the parity the data encodes to.
-  absl::Status no_space;
-  // One batch of stripes at a time under the object's exclusive lock, so that reads and
-  // updates of the object proceed between batches (and `progress`, which may sleep to keep a
-  // rate, runs without the lock). Each batch reads the object afresh: an update between batches
-  // is seen, a delete ends the walk.
-  const std::vector<uint64_t>& listed = options.stripes;      // empty: every stripe
-  const Interrupt interrupt{.cancelled = options.cancelled};  // for the lock and memory waits
-  bool first = true;
-  for (uint64_t batch = listed.empty() ? 0 : listed.front();; first = false) {
-    {
-      ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true, interrupt);
-      if (!guard.status().ok()) return guard.status();
-      absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
-      if (!found.ok()) {
-        if (first) return LookupError(found.status(), name, options_.max_name_length);
-        if (!absl::IsNotFound(found.status())) return found.status();
-        break;  // Deleted meanwhile: nothing left to check.
-      }
-      const ObjectRecord& object = *found;
-      if (first) object_id = object.id;
-      if (object.id != object_id) break;  // Deleted and stored again under the same name.
-      p.stripes_total = object.stripe_count;
-      if (static_cast<uint64_t>(batch) >= object.stripe_count) break;
-      const int m = static_cast<int>(object.data_blocks);
-      const int k = static_cast<int>(object.parity_blocks);
-      const int width = m + k;
-      absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = CodecFor(object.matrix, m, k);
-      if (!codec.ok()) return codec.status();
-      const uint64_t lbas = LbasPerBlock(object.block_size);
-      if (stripe_buffers.empty()) {
-        const uint64_t stride = lbas * options_.lba_size;
-        const uint64_t unit = static_cast<uint64_t>(width) * stride;
-        const uint64_t extra = options.verify_parity ? static_cast<uint64_t>(k) * stride : 0;
-        // At most a quarter of the memory limit beyond the two stripes every object may ask
-        // for: a recover that sized itself to the whole limit would wait for every other
-        // request to drain at each batch, and every later request would queue behind it.
-        uint64_t depth = WithinQuarter(
-            options_.stripes_in_flight != 0 ? options_.stripes_in_flight : kRecoverStripes, unit,
-            extra);
-        // No more than the object has (but 2, which the walk needs).
-        depth = std::min<uint64_t>(depth, std::max<uint64_t>(object.stripe_count, 2));
-        std::vector<int> blocks(depth, width);
-        if (options.verify_parity) blocks.push_back(k);
-        absl::StatusOr<StripeSet> allocated =
-            AllocateStripes(blocks, object.block_size, 0, interrupt);
-        if (!allocated.ok()) return allocated.status();
-        buffers = std::move(*allocated);
-        for (uint64_t d = 0; d < depth; ++d) stripe_buffers.push_back(&buffers[d]);
-        if (options.verify_parity) parity = &buffers[depth];
-      }
-      const size_t depth = stripe_buffers.size();
-      const uint64_t count = std::min(kStripeBatch, object.stripe_count - batch);
-      absl::StatusOr<std::vector<BlockRecord>> blocks =
-          catalog_->GetBlocks(object.id, batch, count);
-      if (!blocks.ok()) return blocks.status();
-      std::vector<BlockRecord> replaced;    // New locations, to commit.
-      std::vector<BlockRecord> superseded;  // Old locations, freed after the commit.
-      std::vector<bool> touched(devices_.size(), false);
-      // By buffer: the writes of the rebuilt blocks of the stripe last worked on in it, waited
-      // for before the buffer is read into again and before the batch commits.
-      std::vector<std::unique_ptr<BlockIo>> writes(depth);
-      // A failed write of a rebuilt block loses nothing: the batch commits nothing and the old
-      // blocks stay where they were. Unavailable says so, rather than the device's DataLoss.
-      auto finish_writes = [&](std::unique_ptr<BlockIo>& io) {
-        if (io == nullptr) return absl::OkStatus();
-        absl::Status s = io->Finish();
-        io.reset();
-        if (s.ok() || IsFileSystemFull(s)) return s;
-        return absl::UnavailableError(absl::StrCat(
-            "writing a rebuilt block of \"", name, "\" failed (", s.message(),
-            "); nothing of this batch was committed and no data was lost. Check the devices "
-            "(`ecctl device ls`) and run recover again"));
-      };
-      auto abandon = [&](absl::Status s) {
-        for (std::unique_ptr<BlockIo>& io : writes) (void)finish_writes(io);
-        DiscardExtents(replaced);
-        return s;
-      };
-      std::vector<std::vector<const BlockRecord*>> stripes;
-      size_t row = 0;
-      for (uint64_t stripe = batch; stripe < batch + count; ++stripe) {
-        stripes.push_back(TakeStripe(*blocks, row, stripe, width));
-      }
-      // The stripes to work on, as offsets in the batch, and for a rebuild the blocks of each
-      // that need a new home: all stripes when checking every block.
-      std::vector<uint64_t> work;
-      std::vector<std::vector<int>> needs(count);
-      std::vector<std::vector<int>> evicts(count);  // of needs[n], those `evict` chose
-      for (uint64_t n = 0; n < count; ++n) {
-        if (!listed.empty() && !std::binary_search(listed.begin(), listed.end(), batch + n)) {
-          continue;
-        }
-        if (check_all) {
-          work.push_back(n);
-          continue;
-        }
-        for (int i = 0; i < width; ++i) {
-          const BlockRecord* b = stripes[n][i];
-          if (b != nullptr && options.evict && options.evict(*b)) {
-            needs[n].push_back(i);
-            evicts[n].push_back(i);
-          } else if (b == nullptr || b->corrupt ||
-                     (!DeviceOnline(b->device) &&
-                      (options.rebuild_down || !DeviceDown(b->device)))) {
-            needs[n].push_back(i);
-          }
-        }
-        if (!needs[n].empty()) work.push_back(n);
-      }
-      // Starts the reads of work[w] into buffer w % depth: every block of the stripe, or for a
-      // rebuild what LoadBlocks reads first.
-      auto start_stripe = [&](size_t w) {
-        const uint64_t n = work[w];
-        if (!check_all) return StartLoad(object, stripes[n], needs[n], *stripe_buffers[w % depth]);
-        auto reads = std::make_unique<BlockReads>();
-        for (int i = 0; i < width; ++i) reads->indices.push_back(i);
-        reads->blocks = stripes[n];
-        reads->outs = stripe_buffers[w % depth]->views;
-        StartReads(object, *reads);
-        return reads;
-      };
-      p.stripes_done = batch;  // Every stripe before this batch; the batch's when it ends.
-      std::deque<std::unique_ptr<BlockReads>> ahead;  // work[w ...]: waited for if abandoned
-      size_t started = 0;
-      // Starts reads into every buffer not being read, except the one of the stripe just
-      // worked on while its rebuilt blocks are still being written (they overlap the next
-      // stripe's work; that buffer is read into once they are done).
-      auto read_ahead = [&]() -> absl::Status {
-        while (started < work.size() && ahead.size() < depth) {
-          std::unique_ptr<BlockIo>& io = writes[started % depth];
-          if (io != nullptr && ahead.size() + 1 == depth) break;
-          if (absl::Status s = finish_writes(io); !s.ok()) return s;
-          ahead.push_back(start_stripe(started++));
-        }
-        return absl::OkStatus();
-      };
-      for (size_t w = 0; w < work.size(); ++w) {
-        if (absl::Status s = read_ahead(); !s.ok()) return abandon(s);
-        const uint64_t n = work[w];
-        const uint64_t stripe = batch + n;
-        const std::vector<const BlockRecord*>& by_index = stripes[n];
-        StripeBuffer* const buffer = stripe_buffers[w % depth];
-        std::unique_ptr<BlockReads> reads = std::move(ahead.front());
-        ahead.pop_front();
-        absl::StatusOr<StripeFindings> found =
-            check_all ? CheckStripe(object, stripe, *codec, by_index, *buffer, *reads, options, p)
-                      : RebuildStripe(object, stripe, *codec, by_index, needs[n], evicts[n],
-                                      *buffer, std::move(reads), options.repair, p);
-        if (!found.ok()) return abandon(found.status());
-        if (found->lost) continue;
-        if (options.verify_parity) {
-          if (absl::Status s =
-                  VerifyParity(object, stripe, *codec, *buffer, *parity, options.repair, *found, p);
-              !s.ok()) {
-            return abandon(s);
-          }
-        }
-        if (!options.repair) continue;
-        // Rebuilt, evicted and recomputed blocks all get new homes.
-        const std::vector<int>& evicted = found->evicted;
-        const std::vector<int>& mismatch = found->mismatch;
-        std::vector<int> moves = found->bad;
-        moves.insert(moves.end(), evicted.begin(), evicted.end());
-        moves.insert(moves.end(), mismatch.begin(), mismatch.end());
-        if (moves.empty()) continue;
-        // Devices holding a block of this stripe (good or bad, one count per block): a rebuilt
-        // block may only go to a device that holds no other block of the stripe.
-        std::map<uint32_t, int> occupied;
-        for (const BlockRecord* b : by_index) {
-          if (b != nullptr) ++occupied[b->device];
-        }
-        std::unique_ptr<BlockIo>& io = writes[w % depth] = std::make_unique<BlockIo>();
-        io->Reset(moves.size());
-        for (size_t j = 0; j < moves.size(); ++j) {
-          const int i = moves[j];
-          const bool forced = std::find(evicted.begin(), evicted.end(), i) != evicted.end();
-          const bool recomputed = std::find(mismatch.begin(), mismatch.end(), i) != mismatch.end();
-          if (by_index[i] == nullptr) {
-            return abandon(absl::InternalError(
-                absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));
-          }
-          BlockRecord old = *by_index[i];
-          // Prefer the block's own device (copy-on-write) unless it is being evicted.
-          absl::StatusOr<BlockRecord> placed =
-              AllocateCopy(name, old, occupied, /*allow_same_device=*/!forced, SpaceUse::kRepair);
-          if (!placed.ok()) {  // Keep going: other blocks and stripes may still find room.
-            no_space =
-                IsFileSystemFull(placed.status()) || absl::IsFailedPrecondition(placed.status())
-                    ? placed.status()
-                    : absl::ResourceExhaustedError(absl::StrCat(
-                          "no online device outside stripe ", stripe, " has ",
-                          lbas * options_.lba_size,
-                          " free bytes for a rebuilt block; add or repair devices and run "
-                          "recover again"));
-            continue;
-          }
-          BlockRecord fresh = *placed;
-          if (recomputed) fresh.crc32c = Crc32c(buffer->block(i));
-          replaced.push_back(fresh);
-          std::shared_ptr<Namespace> target = NamespaceOf(fresh.device, /*online_only=*/false);
-          if (target == nullptr) return abandon(absl::UnavailableError("the device is gone"));
-          io->devices[j] = target;
-          target->WriteAsync(fresh.lba, buffer->padded(i),
-                             TrackWrite(fresh.device, io->batch.Track(&io->status[j])));
-          touched[fresh.device] = true;
-          superseded.push_back(old);
-          ++p.blocks_rebuilt;
-          if (forced) ++p.blocks_relocated;
-          p.bytes_rebuilt += object.block_size;
-        }
-      }
-      p.stripes_done = batch + count;
-      for (std::unique_ptr<BlockIo>& io : writes) {
-        if (absl::Status s = finish_writes(io); !s.ok()) return abandon(s);
-      }
-      std::unique_ptr<RecordKeeper::Op> op = records_->NewOp();
-      if (!replaced.empty()) {
-        op->SetObject(object);
-        for (const BlockRecord& b : replaced) op->AddBlock(b);
-        if (absl::Status s = op->Write(touched); !s.ok()) return abandon(s);
-      }
-      if (absl::Status s = FlushDevices(touched); !s.ok()) return abandon(s);
-      if (!replaced.empty()) {
-        if (absl::Status s = catalog_->ReplaceBlocks(object.id, replaced, op->seq()); !s.ok()) {
-          return abandon(s);
-        }
-        op->Commit();
-        for (const BlockRecord& b : superseded) {
-          if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) {
-            ns->Deallocate(b.lba, b.lba_count);
-          }
-        }
-        FreeExtents(superseded);
-      }
-      // Never wait for the object's lock (the next batch) while holding stripe memory: a
-      // request holding that lock may be waiting for the memory.
-      buffers.buffers.clear();
-      buffers.reservation.Release();
-      stripe_buffers.clear();
-      parity = nullptr;
-    }
-    if (progress) progress(p);
-    if (options.cancelled && options.cancelled()) {
-      return absl::CancelledError(absl::StrCat("stopped after ", p.stripes_done, " of ",
-                                               p.stripes_total, " stripes of \"", name, "\""));
-    }
-    batch += kStripeBatch;
-    if (!listed.empty()) {
-      auto next = std::lower_bound(listed.begin(), listed.end(), batch);
-      if (next == listed.end()) break;
-      batch = *next;
-    }
-  }
-  if (p.lost_stripes > 0) {
-    return absl::DataLossError(absl::StrCat(
-        p.lost_stripes, " of ", p.stripes_total, " stripes of \"", name,
-        "\" have too few good blocks to rebuild what is bad (the rest were ",
-        options.repair ? "repaired" : "checked",
-        "). Bring failed devices back online and run recover again, or restore from a backup"));
-  }
-  if (!no_space.ok()) return no_space;
-  return p;
+  RecoverFlow flow(*this, name, progress, options);
+  return flow.Run();
 }
 
 }  // namespace ecd::store
