@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/fault/fault_test_util.h"
 
 namespace ecd::store {
 namespace {
@@ -24,20 +25,6 @@ using Kind = FaultRule::Kind;
 
 constexpr uint32_t kLba = 4096;
 constexpr uint64_t kLbas = 64;
-
-std::vector<FaultRule> Rules(const std::string& spec) {
-  absl::StatusOr<std::vector<FaultRule>> r = ParseFaultSpec(spec);
-  EXPECT_TRUE(r.ok()) << spec << ": " << r.status();
-  return r.ok() ? *r : std::vector<FaultRule>();
-}
-
-uint64_t CounterOf(const Namespace& ns, const std::string& name) {
-  for (const auto& [n, v] : ns.Counters()) {
-    if (n == name) return v;
-  }
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
-}
 
 TEST(ParseFaultSpecTest, ParsesEveryParameter) {
   auto r = ParseFaultSpec(

@@ -10,25 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/fault/fault_namespace.h"
+#include "lib/fault/fault_test_util.h"
 #include "lib/store/catalog_rebuild.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
 namespace {
-
-std::vector<FaultRule> Rules(const std::string& spec) {
-  absl::StatusOr<std::vector<FaultRule>> r = ParseFaultSpec(spec);
-  EXPECT_TRUE(r.ok()) << spec << ": " << r.status();
-  return r.ok() ? *r : std::vector<FaultRule>();
-}
-
-uint64_t CounterOf(const Namespace& ns, const std::string& name) {
-  for (const auto& [n, v] : ns.Counters()) {
-    if (n == name) return v;
-  }
-  ADD_FAILURE() << "no counter " << name;
-  return 0;
-}
 
 // A store of 8 devices (TempStoreTest) whose namespaces go through FaultInjectingFactory.
 class FaultStoreTest : public TempStoreTest {
