@@ -52,19 +52,19 @@ absl::StatusOr<Store::StripeFindings> Store::RebuildStripe(
     return found;
   }
   found.bad = std::move(*rebuilt);
+  const ec::BlockMask read = MaskOf(report.read);
   for (int i : found.bad) {
     // Known bad and never read: counted here (the reads counted what they found).
-    if (std::find(report.read.begin(), report.read.end(), i) != report.read.end()) continue;
+    if (read.test(i)) continue;
     if (by_index[i]->corrupt) {
       ++p.blocks_corrupt;
     } else if (!DeviceOnline(by_index[i]->device)) {
       ++p.blocks_unreadable;
     }
   }
+  const ec::BlockMask bad = MaskOf(found.bad);
   for (int i : evict) {  // Read good, but chosen to move.
-    if (std::find(found.bad.begin(), found.bad.end(), i) == found.bad.end()) {
-      found.evicted.push_back(i);
-    }
+    if (!bad.test(i)) found.evicted.push_back(i);
   }
   return found;
 }
@@ -121,9 +121,10 @@ absl::Status Store::VerifyParity(const ObjectRecord& object, uint64_t stripe,
   for (int i = 0; i < m; ++i) task.data.push_back(buffer.block(i));
   for (int j = 0; j < k; ++j) task.parity.push_back(parity.block(j));
   if (absl::Status s = engine_->Run(task); !s.ok()) return s;
+  const ec::BlockMask bad = MaskOf(found.bad);
   for (int j = 0; j < k; ++j) {
     const int i = m + j;
-    if (std::find(found.bad.begin(), found.bad.end(), i) != found.bad.end()) continue;
+    if (bad.test(i)) continue;
     if (std::equal(parity.block(j).begin(), parity.block(j).end(), buffer.block(i).begin())) {
       continue;
     }
@@ -475,10 +476,12 @@ absl::Status RecoverFlow::Rewrite(size_t w, uint64_t stripe,
   }
   std::unique_ptr<Store::BlockIo>& io = writes_[w % depth_] = std::make_unique<Store::BlockIo>();
   io->Reset(moves.size());
+  const ec::BlockMask forced_moves = MaskOf(evicted);
+  const ec::BlockMask recomputed_parity = MaskOf(mismatch);
   for (size_t j = 0; j < moves.size(); ++j) {
     const int i = moves[j];
-    const bool forced = std::find(evicted.begin(), evicted.end(), i) != evicted.end();
-    const bool recomputed = std::find(mismatch.begin(), mismatch.end(), i) != mismatch.end();
+    const bool forced = forced_moves.test(i);
+    const bool recomputed = recomputed_parity.test(i);
     if (by_index[i] == nullptr) {
       return Abandon(absl::InternalError(
           absl::StrCat("stripe ", stripe, " block ", i, " is missing from the catalog")));

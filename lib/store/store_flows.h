@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "lib/catalog/catalog.h"
+#include "lib/ec/matrix.h"
 #include "lib/nvme/host_memory.h"
 #include "lib/store/object_name.h"
 
@@ -47,6 +48,14 @@ inline uint64_t RoundUpToPage(uint64_t bytes) {
 // it verifies parity with. An object must never be stored if it could not be repaired.
 inline uint64_t LeastStripeMemory(uint64_t m, uint64_t k, uint64_t stride) {
   return 2 * RoundUpToPage((m + k) * stride) + RoundUpToPage(k * stride);
+}
+
+// The set of block indices in `indices`. REQUIRES: each is below ec::kMaxDataBlocks +
+// ec::kMaxParityBlocks.
+inline ec::BlockMask MaskOf(const std::vector<int>& indices) {
+  ec::BlockMask mask;
+  for (int i : indices) mask.set(static_cast<size_t>(i));
+  return mask;
 }
 
 // The blocks of `stripe` by index (null where the catalog has none), taken from rows ordered

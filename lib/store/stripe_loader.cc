@@ -74,23 +74,27 @@ class StripeLoad {
         report_(report),
         m_(static_cast<int>(object.data_blocks)),
         width_(static_cast<int>(by_index.size())),
-        tried_(width_, false) {}
+        need_mask_(MaskOf(need)),
+        tried_(width_, false) {
+    if (report_ != nullptr) {
+      read_mask_ = MaskOf(report_->read);
+      bad_mask_ = MaskOf(report_->found_bad);
+    }
+  }
 
   // Waits for `reads` and takes in what each read found.
   void Finish(Store::BlockReads& reads) {
     const std::vector<Store::BlockRead> results = store_.FinishReads(object_, reads);
     for (size_t j = 0; j < results.size(); ++j) {
       tried_[reads.indices[j]] = true;
-      if (results[j] == Store::BlockRead::kGood) available_.push_back(reads.indices[j]);
+      if (results[j] == Store::BlockRead::kGood) MarkAvailable(reads.indices[j]);
       if (reads.blocks[j] != nullptr && store_.DeviceOnline(reads.blocks[j]->device)) {
         Count(reads.indices[j], results[j]);
       }
     }
   }
 
-  bool Good(int i) const {
-    return std::find(available_.begin(), available_.end(), i) != available_.end();
-  }
+  bool Good(int i) const { return available_mask_.test(i); }
   bool AllNeededGood() const {
     return std::all_of(need_.begin(), need_.end(), [this](int i) { return Good(i); });
   }
@@ -124,13 +128,14 @@ class StripeLoad {
       const Store::BlockRead result = store_.ReadBlock(object_, *b, buffer_.block(i));
       if (store_.DeviceOnline(b->device)) Count(i, result);
       if (result != Store::BlockRead::kGood) continue;
-      available_.push_back(i);
+      MarkAvailable(i);
       if (report_ == nullptr || report_->repair) {
         (void)store_.catalog_->SetBlockCorrupt(object_.id, stripe_, b->index, false);
       }
       if (report_ != nullptr) {
         auto& bad = report_->found_bad;
         bad.erase(std::remove(bad.begin(), bad.end(), i), bad.end());
+        bad_mask_.reset(i);
       }
     }
   }
@@ -159,21 +164,28 @@ class StripeLoad {
   size_t available_count() const { return available_.size(); }
 
  private:
+  void MarkAvailable(int i) {
+    available_.push_back(i);
+    available_mask_.set(i);
+  }
+
   // Counts one finished read of block i in the report.
   void Count(int i, Store::BlockRead result) {
     if (report_ == nullptr) return;
     ++report_->blocks_read;
-    if (std::find(report_->read.begin(), report_->read.end(), i) == report_->read.end()) {
+    if (!read_mask_.test(i)) {
       report_->read.push_back(i);
+      read_mask_.set(i);
     }
     if (result == Store::BlockRead::kGood) {
       ++report_->good_reads;
       return;
     }
     if (result == Store::BlockRead::kCorrupt) ++report_->corrupt_reads;
-    const bool needed = std::find(need_.begin(), need_.end(), i) != need_.end();
-    auto& bad = report_->found_bad;
-    if (!needed && std::find(bad.begin(), bad.end(), i) == bad.end()) bad.push_back(i);
+    if (!need_mask_.test(i) && !bad_mask_.test(i)) {
+      report_->found_bad.push_back(i);
+      bad_mask_.set(i);
+    }
   }
 
   Store& store_;
@@ -185,8 +197,12 @@ class StripeLoad {
   Store::LoadReport* const report_;
   const int m_;
   const int width_;
+  const ec::BlockMask need_mask_;
   std::vector<bool> tried_;
-  std::vector<int> available_;
+  std::vector<int> available_;  // in the order they read good
+  ec::BlockMask available_mask_;
+  ec::BlockMask read_mask_;  // report_->read, when there is a report
+  ec::BlockMask bad_mask_;   // report_->found_bad, likewise
 };
 
 absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
