@@ -94,18 +94,18 @@ class StripeLoad {
     }
   }
 
-  bool Good(int i) const { return available_mask_.test(i); }
+  bool Good(int i) const { return available_.test(i); }
   bool AllNeededGood() const {
     return std::all_of(need_.begin(), need_.end(), [this](int i) { return Good(i); });
   }
-  bool Enough() const { return static_cast<int>(available_.size()) >= m_; }
+  bool Enough() const { return static_cast<int>(available_.count()) >= m_; }
 
   // Reads blocks not tried yet (not flagged corrupt), as many at a time as are still missing,
   // until M are good or none is left.
   void ReadMore() {
     while (!Enough()) {
       Store::BlockReads more;
-      for (int i = 0; i < width_ && static_cast<int>(available_.size() + more.indices.size()) < m_;
+      for (int i = 0; i < width_ && static_cast<int>(available_.count() + more.indices.size()) < m_;
            ++i) {
         if (tried_[i] || by_index_[i] == nullptr || by_index_[i]->corrupt) continue;
         more.indices.push_back(i);
@@ -157,17 +157,17 @@ class StripeLoad {
   }
 
   // The good blocks, ascending.
-  std::vector<int> Available() {
-    std::sort(available_.begin(), available_.end());
-    return available_;
+  std::vector<int> Available() const {
+    std::vector<int> out;
+    for (int i = 0; i < width_; ++i) {
+      if (available_.test(i)) out.push_back(i);
+    }
+    return out;
   }
-  size_t available_count() const { return available_.size(); }
+  size_t available_count() const { return available_.count(); }
 
  private:
-  void MarkAvailable(int i) {
-    available_.push_back(i);
-    available_mask_.set(i);
-  }
+  void MarkAvailable(int i) { available_.set(i); }
 
   // Counts one finished read of block i in the report.
   void Count(int i, Store::BlockRead result) {
@@ -199,8 +199,7 @@ class StripeLoad {
   const int width_;
   const ec::BlockMask need_mask_;
   std::vector<bool> tried_;
-  std::vector<int> available_;  // in the order they read good
-  ec::BlockMask available_mask_;
+  ec::BlockMask available_;  // the blocks that read good
   ec::BlockMask read_mask_;  // report_->read, when there is a report
   ec::BlockMask bad_mask_;   // report_->found_bad, likewise
 };
