@@ -9,6 +9,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/convert.h"
+#include "lib/store/store_admin.h"
 
 namespace ecd::daemon {
 
@@ -27,7 +28,7 @@ grpc::Status CatalogService::Backup(grpc::ServerContext* context,
     std::error_code ignored;
     std::filesystem::remove(path, ignored);
   };
-  if (absl::Status s = store_->BackupCatalog(path); !s.ok()) return ToGrpc(s);
+  if (absl::Status s = store_->admin().BackupCatalog(path); !s.ok()) return ToGrpc(s);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return grpc::Status(grpc::StatusCode::INTERNAL,

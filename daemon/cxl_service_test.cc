@@ -19,6 +19,7 @@
 #include "lib/cxl/event_record.h"
 #include "lib/repair/cxl_monitor.h"
 #include "lib/repair/repair_planner.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::daemon {
@@ -177,7 +178,7 @@ class IngestTest : public store::TempStoreTest {
   }
   // Nothing was acted on: every device online, no action counted, no job queued.
   void ExpectNothingDone() {
-    absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
+    absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->admin().ListDevices();
     ASSERT_TRUE(devices.ok()) << devices.status();
     for (const store::DeviceStatus& d : *devices) {
       EXPECT_EQ(d.record.state, store::DeviceState::kOnline) << "device " << d.record.id;
@@ -225,7 +226,7 @@ TEST_F(IngestTest, AnUnknownLogFailsTheWholeRequestAndLowerCaseFatalFails) {
   ASSERT_TRUE(Ingest(request, &response).ok());
   ASSERT_EQ(response.actions_size(), 1);
   EXPECT_EQ(response.actions(0), "fail");
-  EXPECT_EQ((*store_->ListDevices())[1].record.state, store::DeviceState::kFailed);
+  EXPECT_EQ((*store_->admin().ListDevices())[1].record.state, store::DeviceState::kFailed);
 }
 
 TEST_F(IngestTest, ADpaPastTheDeviceFailsTheWholeRequest) {

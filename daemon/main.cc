@@ -53,6 +53,7 @@
 #include "lib/repair/scrubber.h"
 #include "lib/store/data_dir_lock.h"
 #include "lib/store/store.h"
+#include "lib/store/store_admin.h"
 #include "lib/util/log.h"
 #include "lib/util/malloc_policy.h"
 #include "lib/util/size.h"
@@ -651,7 +652,7 @@ int Main(int argc, char** argv) {
   // Plans from the catalog at once: after a restart the repair resumes where it was.
   ecd::repair::RepairPlanner planner(store->get(), repair_options);
   // A device whose flush failed is suspect: move everything off it.
-  (*store)->SetSuspectListener([&planner](uint32_t device, const std::string& reason) {
+  (*store)->admin().SetSuspectListener([&planner](uint32_t device, const std::string& reason) {
     ecd::repair::RebuildSpec spec;
     spec.kind = ecd::repair::RebuildKind::kEvacuateDevice;
     spec.device = device;
@@ -659,7 +660,7 @@ int Main(int argc, char** argv) {
     planner.Submit(spec);
   });
   // The listener points at `planner`: taken back before `planner` goes, on every return path.
-  absl::Cleanup forget_listener = [&store] { (*store)->SetSuspectListener(nullptr); };
+  absl::Cleanup forget_listener = [&store] { (*store)->admin().SetSuspectListener(nullptr); };
   ecd::repair::Scrubber scrubber(store->get(), scrub_options);
   ecd::daemon::RequestLimiter limiter(limits.max_streams_per_client, limits.max_streams);
   metrics.AttachLimiter(&limiter);
@@ -679,7 +680,8 @@ int Main(int argc, char** argv) {
   cxl_options.initial_mode = f.cxl_interrupt_mode == "none" ? ecd::cxl::InterruptMode::kNone
                              : f.cxl_interrupt_mode == "fw" ? ecd::cxl::InterruptMode::kFwInterrupt
                                                             : ecd::cxl::InterruptMode::kMsi;
-  absl::StatusOr<std::vector<ecd::store::DeviceStatus>> device_list = (*store)->ListDevices();
+  absl::StatusOr<std::vector<ecd::store::DeviceStatus>> device_list =
+      (*store)->admin().ListDevices();
   if (!device_list.ok()) {
     ecd::Log(ecd::LogLevel::kError, "cannot list devices: %s", device_list.status().ToString());
     return 1;

@@ -19,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "daemon/data_message.h"
+#include "lib/store/store_admin.h"
 #include "lib/util/log.h"
 
 namespace ecd::daemon {
@@ -105,7 +106,7 @@ StoreData ReadStore(store::Store* store, std::atomic<uint64_t>& errors) {
       d.lost += static_cast<double>(o.lost_stripes);
     }
   }
-  absl::StatusOr<std::vector<store::DeviceStatus>> devices = store->ListDevices();
+  absl::StatusOr<std::vector<store::DeviceStatus>> devices = store->admin().ListDevices();
   d.devices_ok = devices.ok();
   if (!objects.ok() || !devices.ok()) {
     ++errors;
@@ -113,7 +114,7 @@ StoreData ReadStore(store::Store* store, std::atomic<uint64_t>& errors) {
         (!objects.ok() ? objects.status() : devices.status()).ToString());
   }
   if (devices.ok()) d.devices = *std::move(devices);
-  d.file_systems = store->FileSystems();
+  d.file_systems = store->Stats().file_systems;
   d.errors = errors.load();
   return d;
 }
@@ -463,31 +464,30 @@ void DaemonMetrics::Attach(store::Store* store, repair::RepairPlanner* planner,
       per_device([](const store::DeviceStatus& d) { return CounterOf(d, "nvme_in_flight"); }));
 
   // Stripe memory (--memory-limit).
-  const store::MemoryBudget* budget = &store->memory_budget();
   r.AddCallback(MetricType::kGauge, "ecd_memory_budget_bytes",
                 "Bytes of stripe buffers all requests may hold at once (0: no limit).", {},
-                OneSample([budget] { return budget->limit_bytes(); }));
+                OneSample([store] { return store->Stats().memory.limit_bytes; }));
   r.AddCallback(MetricType::kGauge, "ecd_memory_reserved_bytes",
                 "Bytes of stripe buffers reserved by requests in progress.", {},
-                OneSample([budget] { return budget->reserved_bytes(); }));
+                OneSample([store] { return store->Stats().memory.reserved_bytes; }));
   r.AddCallback(MetricType::kGauge, "ecd_memory_waiting_requests",
                 "Requests waiting for stripe memory (what --max-memory-waiters bounds).", {},
-                OneSample([budget] { return budget->waiting(); }));
+                OneSample([store] { return store->Stats().memory.waiting; }));
   r.AddCallback(MetricType::kCounter, "ecd_memory_waits_total",
                 "Requests that had to wait for stripe memory.", {},
-                OneSample([budget] { return budget->waits(); }));
+                OneSample([store] { return store->Stats().memory.waits; }));
   r.AddCallback(
       MetricType::kCounter, "ecd_memory_refusals_total",
       "Requests refused stripe memory: too large for the limit, too many waiting, or waited "
       "--memory-wait.",
-      {}, OneSample([budget] { return budget->refusals(); }));
+      {}, OneSample([store] { return store->Stats().memory.refusals; }));
 
   r.AddCallback(MetricType::kGauge, "ecd_read_buffer_sets",
                 "Stripe-buffer sets of reads, by state: in_read (a read in progress that holds "
                 "them) or after_read (the read returned, gRPC still sends from its buffers to a "
                 "slow client); their memory stays reserved until then.",
                 {"state"}, [store] {
-                  const store::Store::ReadBufferSets sets = store->read_buffer_sets();
+                  const store::StoreStats::ReadBuffers sets = store->Stats().read_buffers;
                   return std::vector<Sample>{
                       {{"in_read"}, static_cast<double>(sets.in_reads)},
                       {{"after_read"}, static_cast<double>(sets.after_reads)}};
@@ -496,19 +496,19 @@ void DaemonMetrics::Attach(store::Store* store, repair::RepairPlanner* planner,
   r.AddCallback(MetricType::kGauge, "ecd_dma_arena_bytes",
                 "Bytes of the DMA arena that holds the stripe buffers (0: no arena, "
                 "--dma-arena).",
-                {}, OneSample([store] { return store->arena_stats().bytes; }));
+                {}, OneSample([store] { return store->Stats().arena.bytes; }));
   r.AddCallback(MetricType::kGauge, "ecd_dma_arena_free_bytes",
                 "Bytes of the DMA arena not held by a request's stripe buffers.", {},
-                OneSample([store] { return store->arena_stats().free_bytes; }));
+                OneSample([store] { return store->Stats().arena.free_bytes; }));
   r.AddCallback(MetricType::kCounter, "ecd_dma_arena_fallbacks_total",
                 "Stripe buffers mapped on their own because the DMA arena had no free run that "
                 "long (a budget larger than --dma-arena, or fragmentation); they are staged.",
-                {}, OneSample([store] { return store->arena_stats().fallbacks; }));
+                {}, OneSample([store] { return store->Stats().arena.fallbacks; }));
 
   // Catalog.
   r.AddCallback(MetricType::kCounter, "ecd_catalog_errors_total",
                 "Catalog (SQLite) failures: I/O errors, full disk, corruption, lock timeouts.", {},
-                OneSample([store] { return store->catalog_stats().errors; }));
+                OneSample([store] { return store->Stats().catalog.errors; }));
 
   // Rebuilds.
   r.AddCallback(MetricType::kGauge, "ecd_rebuild_jobs", "Rebuild jobs waiting or running.",

@@ -22,6 +22,7 @@
 #include "daemon/convert.h"
 #include "daemon/data_message.h"
 #include "daemon/stream_idle.h"
+#include "lib/store/store_admin.h"
 
 namespace ecd::daemon {
 namespace {
@@ -727,10 +728,10 @@ grpc::Status DevicesService::List(grpc::ServerContext* context,
   if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/List"); !s.ok()) return s;
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
-  absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->ListDevices();
+  absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->admin().ListDevices();
   if (!devices.ok()) return ToGrpc(devices.status());
   for (const store::DeviceStatus& d : *devices) ToProto(d, response->add_devices());
-  for (const store::FileSystemUsage& fs : store_->FileSystems()) {
+  for (const store::FileSystemUsage& fs : store_->Stats().file_systems) {
     ToProto(fs, response->add_file_systems());
   }
   return grpc::Status::OK;
@@ -749,14 +750,15 @@ grpc::Status DevicesService::SetState(grpc::ServerContext* context,
                         "devices DOWN itself");
   }
   if (*state == store::DeviceState::kFailing) return Evacuate(request->id(), response);
-  absl::StatusOr<store::DeviceStatus> device = store_->SetDeviceState(request->id(), *state);
+  absl::StatusOr<store::DeviceStatus> device =
+      store_->admin().SetDeviceState(request->id(), *state);
   if (!device.ok()) return ToGrpc(device.status());
   ToProto(*device, response->mutable_device());
   return grpc::Status::OK;
 }
 
 grpc::Status DevicesService::Evacuate(uint32_t id, v1::SetDeviceStateResponse* response) {
-  absl::StatusOr<std::vector<store::DeviceStatus>> all = store_->ListDevices();
+  absl::StatusOr<std::vector<store::DeviceStatus>> all = store_->admin().ListDevices();
   if (!all.ok()) return ToGrpc(all.status());
   if (id >= all->size()) {
     return grpc::Status(grpc::StatusCode::NOT_FOUND,
@@ -794,7 +796,7 @@ grpc::Status DevicesService::Evacuate(uint32_t id, v1::SetDeviceStateResponse* r
 }
 
 absl::StatusOr<store::DeviceRecord> DevicesService::RecordOf(uint32_t id) const {
-  for (const store::DeviceRecord& r : store_->DeviceRecords()) {
+  for (const store::DeviceRecord& r : store_->admin().DeviceRecords()) {
     if (r.id == id) return r;
   }
   return absl::NotFoundError(absl::StrCat("device ", id, " not found (ecctl device ls)"));
@@ -819,7 +821,7 @@ grpc::Status DevicesService::Replace(grpc::ServerContext* context,
                      id, "`), or evacuate it (`ecctl device evacuate ", id,
                      " --wait`) to move its blocks off while it still reads"));
   }
-  absl::StatusOr<store::DeviceStatus> device = store_->ReplaceDevice(id);
+  absl::StatusOr<store::DeviceStatus> device = store_->admin().ReplaceDevice(id);
   if (!device.ok()) return ToGrpc(device.status());
   ToProto(*device, response->mutable_device());
   return grpc::Status::OK;

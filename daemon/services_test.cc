@@ -26,6 +26,7 @@
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "ecd/v1/ecd.pb.h"
 #include "lib/repair/repair_planner.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::daemon {
@@ -515,14 +516,14 @@ TEST_F(RepairServicesTest, ReplaceTakesOnlyAFailedOrDownDevice) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(response.device().id(), 0u);
   EXPECT_EQ(response.device().state(), v1::DEVICE_STATE_ONLINE);
-  ASSERT_TRUE(store_->MarkDeviceDown(1, "unplugged").ok());
+  ASSERT_TRUE(store_->admin().MarkDeviceDown(1, "unplugged").ok());
   ASSERT_TRUE(Replace(1, &response).ok());
   EXPECT_EQ(response.device().state(), v1::DEVICE_STATE_ONLINE);
   EXPECT_EQ(response.device().down_reason(), "");
 }
 
 TEST_F(RepairServicesTest, DownDevicesAreListedAndRefusedWhereTheyCannotGo) {
-  ASSERT_TRUE(store_->MarkDeviceDown(2, "writes kept failing").ok());
+  ASSERT_TRUE(store_->admin().MarkDeviceDown(2, "writes kept failing").ok());
   grpc::ClientContext context;
   v1::ListDevicesResponse list;
   ASSERT_TRUE(devices_stub_->List(&context, {}, &list).ok());

@@ -60,7 +60,7 @@ absl::Status Catalog::AddDevice(const DeviceRecord& d) {
               "INSERT INTO devices(id, path, size_bytes, lba_size, state) VALUES (?, ?, ?, ?, ?)");
   s.Bind(1, d.id).Bind(2, d.path).Bind(3, static_cast<int64_t>(d.size_bytes));
   s.Bind(4, d.lba_size).Bind(5, DeviceStateName(d.state));
-  return s.Run();
+  return s.RunAutocommit();
 }
 
 absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
@@ -111,14 +111,14 @@ absl::Status Catalog::SetMeta(absl::string_view key, absl::string_view value) {
   std::lock_guard lock(mu_);
   Statement s(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
   s.Bind(1, key).Bind(2, value);
-  return s.Run();
+  return s.RunAutocommit();
 }
 
 absl::Status Catalog::DeleteMeta(absl::string_view key) {
   std::lock_guard lock(mu_);
   Statement s(db_, "DELETE FROM meta WHERE key = ?");
   s.Bind(1, key);
-  return s.Run();
+  return s.RunAutocommit();
 }
 
 absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
@@ -131,7 +131,7 @@ absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
   s.Bind(4, o.parity_blocks).Bind(5, ec::MatrixTypeName(o.matrix));
   s.Bind(6, static_cast<int64_t>(o.block_size)).Bind(7, static_cast<int64_t>(o.stripe_count));
   s.Bind(8, o.created_unix_ms);
-  if (absl::Status st = s.Run(); !st.ok()) {
+  if (absl::Status st = s.RunAutocommit(); !st.ok()) {
     if (absl::IsAlreadyExists(st)) {
       return absl::AlreadyExistsError(absl::StrCat(
           "object \"", o.name, "\" already exists (or is being encoded); choose another name or ",
@@ -192,7 +192,7 @@ absl::Status Catalog::DeleteObject(int64_t object_id, uint64_t seq) {
 absl::StatusOr<int> Catalog::DropPendingObjects() {
   std::lock_guard lock(mu_);
   Statement s(db_, "DELETE FROM objects WHERE state = 'pending'");
-  if (absl::Status st = s.Run(); !st.ok()) return st;
+  if (absl::Status st = s.RunAutocommit(); !st.ok()) return st;
   return sqlite3_changes(db_);
 }
 
@@ -310,7 +310,7 @@ absl::Status Catalog::SetBlockCorrupt(int64_t object_id, uint64_t stripe, uint32
   Statement s(db_, "UPDATE blocks SET corrupt = ? WHERE object_id = ? AND stripe = ? AND idx = ?");
   s.Bind(1, corrupt ? 1 : 0).Bind(2, object_id).Bind(3, static_cast<int64_t>(stripe));
   s.Bind(4, index);
-  return s.Run();
+  return s.RunAutocommit();
 }
 
 }  // namespace ecd::store

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "lib/catalog/catalog.h"
+#include "lib/catalog/object_catalog.h"
 
 namespace ecd::store::catalog_internal {
 
@@ -21,6 +23,17 @@ namespace ecd::store::catalog_internal {
 // catalog damage (IsCatalogDamage) for a damaged file, Internal otherwise. Every one but a
 // constraint violation counts as an error of the catalog open on `db`.
 absl::Status SqliteError(sqlite3* db, absl::string_view what);
+
+// True when `code`, an extended result code, is an I/O error (the SQLITE_IOERR family).
+inline bool IsIoError(int code) { return (code & 0xff) == SQLITE_IOERR; }
+
+// `failed`, the status of a write whose commit ended in SQLite result `code`: an I/O error may
+// have struck after the WAL held the whole commit (its fsync failed, say), so the write's outcome
+// is unknown (object_catalog.h). A full disk stays ResourceExhausted: the WAL's commit frame is
+// written last and checksummed, so a write that found no space left no valid commit behind.
+inline absl::Status CommitFailure(int code, absl::Status failed) {
+  return IsIoError(code) ? CommitOutcomeUnknownError(failed.message()) : failed;
+}
 
 // A prepared statement, finalized on destruction.
 class Statement {
@@ -56,6 +69,7 @@ class Statement {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
+    error_code_ = sqlite3_extended_errcode(db_);
     status_ = SqliteError(db_, "step");
     return status_;
   }
@@ -63,6 +77,12 @@ class Statement {
   absl::Status Run() {
     absl::StatusOr<bool> row = Step();
     return row.ok() ? absl::OkStatus() : row.status();
+  }
+  // Runs a write outside a Transaction. SQLite commits it within the step, so the step's error
+  // may be its commit's (CommitFailure).
+  absl::Status RunAutocommit() {
+    absl::Status s = Run();
+    return s.ok() ? s : CommitFailure(error_code_, std::move(s));
   }
   absl::Status Reset() {
     sqlite3_reset(stmt_);
@@ -83,9 +103,11 @@ class Statement {
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
   absl::Status status_;
+  int error_code_ = SQLITE_OK;  // of the step that failed
 };
 
-// A write transaction (BEGIN IMMEDIATE), rolled back unless committed.
+// A write transaction (BEGIN IMMEDIATE), rolled back unless committed. Only a failure of COMMIT
+// itself can leave the outcome unknown; an error before it changed nothing.
 class Transaction {
  public:
   Transaction(sqlite3* db, Catalog::Counters& counters) : db_(db), counters_(counters) {
@@ -101,9 +123,10 @@ class Transaction {
     done_ = true;
     const auto start = std::chrono::steady_clock::now();
     if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      const int code = sqlite3_extended_errcode(db_);
       absl::Status s = SqliteError(db_, "commit");
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-      return s;
+      return CommitFailure(code, std::move(s));
     }
     counters_.commits.fetch_add(1, std::memory_order_relaxed);
     if (counters_.on_commit) counters_.on_commit(std::chrono::steady_clock::now() - start);

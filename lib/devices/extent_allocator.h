@@ -22,15 +22,17 @@ class ExtentAllocator {
   // A device of `lba_count` LBAs, all free.
   explicit ExtentAllocator(uint64_t lba_count);
 
-  // Returns the first LBA of a free run of `count` LBAs (first fit), now used, or nullopt.
+  // Returns the first LBA of a free run of `count` LBAs (first fit), now used; nullopt when no
+  // run is long enough or `count` is 0.
   std::optional<uint64_t> Allocate(uint64_t count);
 
-  // Marks [lba, lba+count) used. Returns FailedPrecondition if any of it is not free (the
-  // catalog references overlapping extents) or it is out of range.
+  // Marks [lba, lba+count) used. Returns FailedPrecondition, changing nothing, if any of it is
+  // not free (the catalog references overlapping extents), it is out of range or `count` is 0.
   absl::Status MarkUsed(uint64_t lba, uint64_t count);
 
-  // Returns [lba, lba+count) to the free pool. Returns FailedPrecondition if any of it is
-  // already free or out of range (a double free).
+  // Returns [lba, lba+count) to the free pool, merged with its free neighbours. Returns
+  // FailedPrecondition, changing nothing, if any of it is already free (a double free), it is out
+  // of range or `count` is 0.
   absl::Status Free(uint64_t lba, uint64_t count);
 
   uint64_t lba_count() const { return lba_count_; }

@@ -33,6 +33,7 @@ struct FsStat {
   uint64_t size_bytes = 0;
   uint64_t free_bytes = 0;
 };
+// The FsStat of the file system holding `path`. Internal (with errno text) when statvfs fails.
 absl::StatusOr<FsStat> StatFileSystem(const std::string& path);
 
 // One file system as FsSpace sees it, for `ecctl device ls`, status and metrics.
@@ -57,13 +58,17 @@ struct ClaimedExtent {
 // A RESOURCE_EXHAUSTED status that says a file system is (nearly) full, with a payload that
 // IsFileSystemFull recognizes; `message` is used as is.
 absl::Status FileSystemFullError(const std::string& message);
+// True for a status made by FileSystemFullError (ResourceExhausted with its payload).
 bool IsFileSystemFull(const absl::Status& status);
 
+// The claims of block writes on the file systems under a store's namespaces and catalog; see the
+// file comment.
 // Thread safety: all methods are thread-safe.
 class FsSpace {
  public:
   // `reserve_bytes` stay free on every tracked file system (half of them for repairs).
-  // `stat` (tests replace it) reads a file system's size and free bytes.
+  // `stat` (tests replace it) reads a file system's size and free bytes; it is called with the
+  // internal lock held, so it must not call back into this FsSpace.
   explicit FsSpace(uint64_t reserve_bytes,
                    std::function<absl::StatusOr<FsStat>(const std::string&)> stat = StatFileSystem);
 
@@ -73,22 +78,25 @@ class FsSpace {
   // messages). Internal when it cannot be stat'ed.
   absl::Status SetCatalog(const std::string& path);
   // Tracks the file system holding device `id`'s namespace at `path` (again after a reopen or a
-  // replacement). A namespace that is not a regular file (a block device) takes no space from a
-  // file system: its claims always succeed. Its outstanding claims are dropped.
+  // replacement). A namespace that is not a regular file (a block device), or that cannot be
+  // stat'ed, takes no space from a file system: its claims always succeed. Its outstanding claims
+  // are dropped.
   void SetDevice(uint32_t id, const std::string& path);
 
   // Claims every extent, all or nothing: on each file system involved, the free bytes less the
   // bytes already claimed must still hold the reserve (half for kRepair) after these extents,
   // and the catalog's file system must hold its reserve too. FileSystemFullError when one does
-  // not, naming it, its free bytes and the reserve; Internal when statvfs fails.
-  // REQUIRES: no extent overlaps one already claimed.
+  // not, naming it, its free bytes and the reserve; `stat`'s error (Internal for statvfs) when a
+  // file system cannot be read. Extents of devices not on a file system (or never set with
+  // SetDevice) claim nothing. REQUIRES: no extent overlaps one already claimed.
   absl::Status Claim(absl::Span<const ClaimedExtent> extents, SpaceUse use);
   // Ends the claims on [lba, lba + lba_count) of `device`: the write was made (its bytes are in
-  // the file system's own count now), failed, or the extent was freed unwritten. Parts of the
-  // range without a claim are ignored.
+  // the file system's own count now), failed, or the extent was freed unwritten. Every claim
+  // that overlaps the range ends whole; parts of the range without a claim are ignored.
   void Release(uint32_t device, uint64_t lba, uint64_t lba_count);
 
-  // Every tracked file system, the catalog's first.
+  // Every tracked file system, the catalog's first. Size and free bytes are 0 for one that
+  // cannot be stat'ed.
   std::vector<FileSystemUsage> Usage() const;
 
  private:
@@ -116,8 +124,9 @@ class FsSpace {
   std::map<uint32_t, std::map<uint64_t, Claimed>> claims_;  // by device, by first LBA
 };
 
-// Wraps a device's namespace so that each write's completion (successful or not) releases the
-// claims on its LBAs in `space`. Everything else is forwarded.
+// Wraps a device's namespace so that each write's completion (successful or not, Write or
+// WriteAsync) releases the claims on its LBAs in `space`. Everything else is forwarded, errors
+// unchanged. The wrapper owns `inner` and shares `space`; it is as thread-safe as `inner`.
 std::unique_ptr<Namespace> ReleaseClaimsOnWrite(std::unique_ptr<Namespace> inner,
                                                 std::shared_ptr<FsSpace> space, uint32_t device);
 

@@ -24,7 +24,8 @@ class IoBatch {
   IoBatch& operator=(const IoBatch&) = delete;
 
   // The completion callback for one more I/O: it stores the I/O's status in *status. Pass it to
-  // exactly one ReadAsync or WriteAsync call. REQUIRES: *status outlives the I/O.
+  // exactly one ReadAsync or WriteAsync call; it must run exactly once, or Wait never returns.
+  // *status may be read once Wait has returned. REQUIRES: *status outlives the I/O.
   Namespace::Done Track(absl::Status* status) {
     {
       std::lock_guard lock(mu_);

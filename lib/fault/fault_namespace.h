@@ -72,7 +72,9 @@ struct FaultRule {
 absl::StatusOr<std::vector<FaultRule>> ParseFaultSpec(absl::string_view spec);
 
 // Parses `DEV=SPEC[,DEV=SPEC...]` (the value of `ecd --fault-inject`): a device index, '=' and
-// a fault spec, per device. A device may appear only once.
+// a fault spec, per device; empty items are skipped. InvalidArgument for an item without a
+// device index, a spec that does not parse (its message prefixed with the device) or a device
+// given twice.
 absl::StatusOr<std::map<uint32_t, std::vector<FaultRule>>> ParseDeviceFaultSpecs(
     absl::string_view specs);
 
@@ -89,11 +91,15 @@ struct FaultNamespaceOptions {
   size_t trace_capacity = 0;  // Records kept for TakeTrace (the oldest are dropped); 0: none.
 };
 
-// Thread safety: all methods are thread-safe; operations are forwarded to the inner namespace
-// without holding the rule lock, so the inner namespace's concurrency is preserved. With the
-// same seed, rules and sequence of operations the same faults fire.
+// Thread safety: all methods are thread-safe except set_on_destroy; operations are forwarded to
+// the inner namespace without holding the rule lock, so the inner namespace's concurrency is
+// preserved. Latency is slept on the calling thread. With the same seed, rules and sequence of
+// operations the same faults fire. ReadAsync and WriteAsync are Namespace's defaults: they run
+// Read and Write (faults included) and complete before they return. An I/O the inner namespace
+// refuses (misaligned, out of range) is forwarded without faults or accounting.
 class FaultNamespace final : public Namespace {
  public:
+  // Owns `inner`.
   FaultNamespace(std::unique_ptr<Namespace> inner, std::vector<FaultRule> rules,
                  FaultNamespaceOptions options = {});
   ~FaultNamespace() override;
@@ -105,7 +111,8 @@ class FaultNamespace final : public Namespace {
   absl::Status Read(uint64_t lba, absl::Span<uint8_t> out) override;
   // EIO: DataLoss "NVMe Write Fault", nothing written. Short: Internal "NVMe Data Transfer
   // Error" after writing a whole-LBA prefix. Torn: DataLoss "NVMe Write Fault" after writing a
-  // sector-aligned prefix.
+  // sector-aligned prefix. An error of the inner namespace while making the prefix is returned
+  // instead.
   absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data) override;
   // EIO: DataLoss "NVMe Write Fault" without flushing the inner namespace. Sticky: once a flush
   // failed (injected or not), every later flush fails.
@@ -127,9 +134,11 @@ class FaultNamespace final : public Namespace {
   void SetRules(std::vector<FaultRule> rules);
   // Returns and clears the I/O records since the last call, oldest first.
   std::vector<IoRecord> TakeTrace();
+  // Valid as long as this namespace.
   Namespace& inner() { return *inner_; }
 
-  // Called once from the destructor (used by FaultRegistry).
+  // Called once from the destructor (used by FaultRegistry). Not thread-safe. REQUIRES: called
+  // before the namespace is shared between threads.
   void set_on_destroy(std::function<void(FaultNamespace*)> f) { on_destroy_ = std::move(f); }
 
  private:
@@ -165,6 +174,7 @@ class FaultNamespace final : public Namespace {
 // Lifetime: it only refers to namespaces; a namespace removes itself when the store destroys it
 // (store close, device reopen), so Get returns null for a device that is not open. A pointer
 // from Get stays valid while the store keeps that device open.
+// Thread safety: all methods are thread-safe.
 class FaultRegistry {
  public:
   // The open fault namespace of `device`, or null.
@@ -173,7 +183,9 @@ class FaultRegistry {
   void SetRules(uint32_t device, std::vector<FaultRule> rules);
 
   // For FaultInjectingFactory: the rules a newly opened `device` starts with, and recording
-  // it as the open namespace of `device` (it unregisters itself when destroyed).
+  // it as the open namespace of `device` (it unregisters itself when destroyed). Register sets
+  // ns's on_destroy, which keeps `self` alive as long as `ns`. REQUIRES: self.get() == this; `ns`
+  // is not yet shared between threads.
   std::vector<FaultRule> RulesFor(uint32_t device) const;
   void Register(uint32_t device, FaultNamespace* ns, std::shared_ptr<FaultRegistry> self);
   void SetInitialRules(std::map<uint32_t, std::vector<FaultRule>> rules);
@@ -188,7 +200,8 @@ class FaultRegistry {
 // of its device index (from the path ".../nvme<N>.ns"; devices without rules are wrapped too,
 // for the I/O accounting), seeded from `seed` and the index. If `registry` is not null it is set
 // to the registry the factory fills; the factory keeps it alive. `trace_capacity` is passed to
-// every FaultNamespace.
+// every FaultNamespace. Errors of `inner` are returned unchanged. The factory may be called
+// concurrently if `inner` may.
 NamespaceFactory FaultInjectingFactory(NamespaceFactory inner,
                                        std::map<uint32_t, std::vector<FaultRule>> rules,
                                        uint64_t seed,

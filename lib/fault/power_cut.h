@@ -63,8 +63,9 @@ struct UndoJournal {
   bool partial_tail = false;  // See PowerCutReport.
 };
 
-// Reads a journal. InvalidArgument when it is not one (bad header, a record whose CRC fails
-// before the last one); a short or bad last record is left out and sets partial_tail.
+// Reads a journal. NotFound when there is no file; Internal when it cannot be read;
+// InvalidArgument when it is not one (bad header, a record whose CRC fails before the last
+// one); a short or bad last record is left out and sets partial_tail.
 absl::StatusOr<UndoJournal> ReadUndoJournal(const std::string& path);
 
 // Decides the fate of every write of `records` (oldest first) from options.seed and calls
@@ -79,12 +80,15 @@ PowerCutReport CutWrites(
 // Cuts the power of the namespace file the journal at `journal_path` names: CutWrites, the
 // restored bytes written to the file and fsynced, then the journal emptied (its header kept).
 // Running it again with the same seed before the journal is emptied gives the same result.
-// NotFound without a journal; InvalidArgument for a bad one or sector size; Internal for I/O.
+// NotFound without a journal; InvalidArgument for a bad one or sector size; Internal for I/O
+// (the journal is then kept). REQUIRES: no I/O to the namespace file meanwhile.
 absl::StatusOr<PowerCutReport> ApplyPowerCut(const std::string& journal_path,
                                              const PowerCutOptions& options);
 
 // ApplyPowerCut on every `*.undo` journal in `journal_dir`, in name order, each with a seed of
 // its own derived from options.seed and its name. Returns each journal's file name and report.
+// NotFound when the directory cannot be listed; otherwise the first journal's error stops it
+// (the journals before that one are already cut).
 absl::StatusOr<std::vector<std::pair<std::string, PowerCutReport>>> ApplyPowerCutToDir(
     const std::string& journal_dir, const PowerCutOptions& options);
 
@@ -97,7 +101,8 @@ absl::StatusOr<std::vector<std::pair<std::string, PowerCutReport>>> ApplyPowerCu
 class PowerCutNamespace final : public Namespace {
  public:
   // Creates the journal at `journal_path` (emptying one that exists: writes before this open
-  // survived) for the namespace file at `namespace_path`.
+  // survived) for the namespace file at `namespace_path`. The namespace owns `inner`. Internal
+  // when the journal cannot be created or its header written.
   static absl::StatusOr<std::unique_ptr<PowerCutNamespace>> Create(
       std::unique_ptr<Namespace> inner, const std::string& namespace_path,
       const std::string& journal_path);
@@ -112,9 +117,14 @@ class PowerCutNamespace final : public Namespace {
     inner_->ReadAsync(lba, out, std::move(done));
   }
   // Internal ("power-cut journal: ...") when the old bytes cannot be read or journaled; the
-  // write is then not issued.
+  // write is then not issued. Other errors of reading the old bytes (OutOfRange,
+  // InvalidArgument) are returned as they are, and the inner write's errors after it. Waits
+  // while a Flush runs.
   absl::Status Write(uint64_t lba, absl::Span<const uint8_t> data) override;
+  // As Write; a journaling error is passed to `done` on the calling thread.
   void WriteAsync(uint64_t lba, absl::Span<const uint8_t> data, Done done) override;
+  // One flush at a time. Errors: the inner flush's (the journal is kept); Internal when the
+  // journal cannot be emptied.
   absl::Status Flush() override;
   // Not journaled: the store only deallocates extents no catalog row points at, whose bytes
   // do not matter after a cut.
@@ -123,6 +133,8 @@ class PowerCutNamespace final : public Namespace {
     return inner_->Reserve(lba, count);
   }
   std::vector<LbaRange> AllocatedRanges() const override { return inner_->AllocatedRanges(); }
+  // The inner namespace's counters, then power_cut_unflushed_writes and
+  // power_cut_journaled_writes.
   std::vector<std::pair<std::string, uint64_t>> Counters() const override;
 
   // Cuts the power now: ApplyPowerCut on this namespace's journal. The namespace then goes on
@@ -154,7 +166,9 @@ class PowerCutNamespace final : public Namespace {
 };
 
 // Wraps every namespace `inner` opens in a PowerCutNamespace whose journal is
-// `journal_dir`/<the namespace file's name>.undo (journal_dir is created if missing).
+// `journal_dir`/<the namespace file's name>.undo (journal_dir is created if missing; an
+// existing journal is emptied). Internal when journal_dir cannot be created; errors of `inner`
+// and of PowerCutNamespace::Create unchanged.
 NamespaceFactory PowerCutJournalFactory(NamespaceFactory inner, std::string journal_dir);
 
 }  // namespace ecd::store

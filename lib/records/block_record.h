@@ -71,8 +71,10 @@ struct PageHeader {
 };
 
 // Builds the payload of one page: records are added until the page is full. Block entries are
-// tied to the object header before them in the same page; a page that starts in the middle of
-// an object's blocks repeats its header first (Add does that).
+// tied to the object header before them in the same page, so a page that starts in the middle
+// of an object's blocks must repeat its header first: the caller adds it again (the builder
+// does not).
+// Thread safety: not thread-safe; one thread at a time.
 class PageBuilder {
  public:
   // REQUIRES: page_bytes >= kMinRecordPageBytes.
@@ -86,6 +88,7 @@ class PageBuilder {
   bool AddTombstone(const Tombstone& tombstone);
   bool AddAbort(uint64_t seq);
   // The whole page, `page_bytes` long, header and CRC32C included; the builder is then empty.
+  // REQUIRES: header.store_id is 32 lowercase hex digits.
   std::vector<uint8_t> Finish(const PageHeader& header);
 
  private:
@@ -105,8 +108,10 @@ inline constexpr size_t kMinRecordPageBytes = 4096;
 // record with a name of `max_name_length` bytes and a block entry.
 size_t RecordPageBytes(uint32_t lba_size, size_t max_name_length);
 
-// Decodes a page. NotFound when it holds no page of this format (never written, or zeros);
-// DataLoss when the magic is there but the CRC32C or a record fails.
+// Decodes a page, appending its records to `out` (left unchanged on error). NotFound when it
+// holds no page of this format (never written, zeros, or shorter than a page header); DataLoss
+// when the magic is there but the CRC32C or a record fails. The header is not checked against
+// any store, device or generation: the caller does that.
 absl::StatusOr<PageHeader> DecodePage(absl::Span<const uint8_t> page, RecordSet& out);
 
 // One of the log's two checkpoint slots: where the current half is and what the device knew at
@@ -124,8 +129,11 @@ struct Checkpoint {
   uint64_t max_seq = 0;  // The highest sequence number any record of the log carries.
 };
 
+// The checkpoint as a page of `page_bytes` bytes, CRC32C included.
+// REQUIRES: page_bytes >= kMinRecordPageBytes; checkpoint.store_id is 32 lowercase hex digits.
 std::vector<uint8_t> EncodeCheckpoint(const Checkpoint& checkpoint, size_t page_bytes);
-// NotFound: no checkpoint; DataLoss: a damaged one.
+// Decodes a checkpoint page. NotFound: no checkpoint (no magic, or too short); DataLoss: a
+// damaged one.
 absl::StatusOr<Checkpoint> DecodeCheckpoint(absl::Span<const uint8_t> page);
 
 }  // namespace ecd::store

@@ -33,12 +33,14 @@ struct DeviceLabel {
 std::string NewStoreId();
 
 // The label's bytes: kDeviceLabelBytes long, version kDeviceLabelVersion, CRC32C last.
-// REQUIRES: label.store_id is 32 hex digits.
+// REQUIRES: label.store_id is 32 lowercase hex digits.
 std::vector<uint8_t> EncodeDeviceLabel(const DeviceLabel& label);
 
-// Decodes the start of a label LBA. NotFound when the bytes hold no label at all (no magic: a
-// blank or foreign namespace); DataLoss when the magic is there but the CRC32C fails;
-// FailedPrecondition for a version newer than this ecd reads.
+// Decodes the start of a label LBA. NotFound when the bytes hold no label at all (no magic, or
+// fewer than kDeviceLabelBytes: a blank or foreign namespace); DataLoss when the magic is there
+// but the CRC32C fails; FailedPrecondition for a version newer than this ecd reads. A version 1
+// label decodes with an empty `log`. The store id and device are not checked: the caller
+// compares them with the catalog's.
 absl::StatusOr<DeviceLabel> DecodeDeviceLabel(absl::Span<const uint8_t> bytes);
 
 }  // namespace ecd::store

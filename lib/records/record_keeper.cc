@@ -280,11 +280,15 @@ void RecordKeeper::Op::Abort() {
   if (!voided) {
     // Its records may look committed once the mark passes it: keep the mark below it until a
     // restart, whose snapshots drop them.
-    resolved_ = true;
-    if (gate_.owns_lock()) gate_.unlock();
+    LeaveUnresolved();
     return;
   }
   Resolve();
+}
+
+void RecordKeeper::Op::LeaveUnresolved() {
+  resolved_ = true;
+  if (gate_.owns_lock()) gate_.unlock();
 }
 
 }  // namespace ecd::store

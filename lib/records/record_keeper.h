@@ -23,9 +23,15 @@
 
 namespace ecd::store {
 
-// Thread safety: all methods are thread-safe.
+// Thread safety: all methods are thread-safe; an Op is not (see Op).
+// Ownership: the keeper shares each device's RecordLog; it must outlive every Op it made.
 class RecordKeeper {
  public:
+  // The store's callbacks. blocks_on_device and empty_objects run inside Snapshot (on the thread
+  // that snapshots, possibly within an Op's Write) with the snapshot gate held exclusively and
+  // the log's lock held: they must not write an Op, snapshot, or call into that log. Their
+  // errors end the snapshot. blocks_on_device is required; empty_objects and advance_catalog may
+  // be null.
   struct Hooks {
     // Calls `fn` for every block of a committed object on `device`, grouped by object.
     std::function<absl::Status(uint32_t device, const std::function<absl::Status(
@@ -35,12 +41,12 @@ class RecordKeeper {
     std::function<absl::Status(const std::function<absl::Status(const ObjectRecord&)>& fn)>
         empty_objects;
     // Records in the catalog that operation `seq` is over without a commit (so that the
-    // catalog is never behind the mark its devices carry).
+    // catalog is never behind the mark its devices carry). Called by Op::Abort.
     std::function<absl::Status(uint64_t seq)> advance_catalog;
   };
 
-  // `next_seq`: the first sequence number to give out, above every one a device or the
-  // catalog has seen.
+  // `next_seq`: the first sequence number to give out (at least 1), above every one a device or
+  // the catalog has seen.
   RecordKeeper(Hooks hooks, uint64_t next_seq);
   ~RecordKeeper();
 
@@ -52,17 +58,23 @@ class RecordKeeper {
   uint64_t committed_through() const;
   uint64_t max_seq() const;
 
-  // Rewrites a device's log as a snapshot of what the catalog says it holds. Waits for the
-  // operations whose records are written but not yet resolved.
+  // Rewrites a device's log as a snapshot of what the catalog says it holds, from the hooks.
+  // Waits for the operations whose records are written but not yet resolved. No log: nothing to do.
+  // Errors: the hooks', ResourceExhausted when the records do not fit in a half, the namespace's.
+  // REQUIRES: the calling thread holds no unresolved Op (the snapshot would wait for it forever).
   absl::Status Snapshot(uint32_t device);
-  // At a clean stop: every log's checkpoint says clean, with the final mark. REQUIRES: no
-  // operation in flight.
+  // At a clean stop: every log's checkpoint says clean, with the final mark. Every log is
+  // tried; returns the first error (the namespace's). REQUIRES: no operation in flight.
   absl::Status CloseClean();
   // After a start: the checkpoint of `device`'s log says running. No log: nothing to do.
+  // Errors: the namespace's.
   absl::Status MarkRunning(uint32_t device);
 
   // One operation's records: collected, written by Write, then resolved by Commit or Abort
-  // (the destructor aborts one that was written and not committed).
+  // (the destructor aborts one that was written and not committed). From Write until it is
+  // resolved the Op holds the keeper's snapshot gate shared, so snapshots wait for it.
+  // Thread safety: not thread-safe; one thread at a time. REQUIRES: Write, and Commit, Abort or
+  // the destructor after it, run on one thread (the gate is a std::shared_mutex).
   class Op {
    public:
     ~Op();
@@ -80,14 +92,27 @@ class RecordKeeper {
     void DeleteObject(int64_t object_id, std::vector<uint32_t> devices);
 
     // Numbers the operation and writes its records (not flushed); sets touched[d] for each
-    // device written. ResourceExhausted when a log has no room even after a snapshot.
+    // device written. Devices without a log are skipped. A full log is snapshotted first.
+    // Errors: ResourceExhausted when a log has no room even after a snapshot; Snapshot's
+    // errors; the namespace's for a page write (some devices may then hold the records: resolve
+    // the Op with Abort or its destructor). REQUIRES: called once, after SetObject or
+    // DeleteObject; touched.size() exceeds every device id involved; the calling thread holds
+    // no other unresolved Op.
     absl::Status Write(std::vector<bool>& touched);
     uint64_t seq() const { return seq_; }
-    // The catalog committed the operation (with seq() as its commit_seq).
+    // The catalog committed the operation (with seq() as its commit_seq). REQUIRES: Write
+    // returned OK.
     void Commit();
     // The operation will not commit: its records are voided (an abort record, flushed, on each
-    // device written) and the catalog told.
+    // device written) and the catalog told. Best effort: a failure is logged, and then
+    // committed_through() stays below seq() for the keeper's lifetime (a restart drops the
+    // records).
     void Abort();
+    // The catalog cannot tell whether the operation committed (IsCommitOutcomeUnknown): its
+    // records are left as written, neither committed nor voided, as a crash at that moment
+    // would leave them, and committed_through() stays below seq() for the keeper's lifetime. The
+    // next start resolves them against the catalog as it then reads. REQUIRES: Write was called.
+    void LeaveUnresolved();
 
    private:
     friend class RecordKeeper;

@@ -29,7 +29,8 @@ struct RecordLogPlace {
   bool empty() const { return lba_count == 0; }
 };
 
-// The LBAs a device of `device_lbas` LBAs gives its record log: 1/32 of it, at least 34 pages.
+// The LBAs a device of `device_lbas` LBAs gives its record log: 1/32 of it, at least 34 pages,
+// an even number of pages. REQUIRES: page_bytes is a positive multiple of lba_size.
 uint64_t RecordLogLbas(uint64_t device_lbas, uint32_t lba_size, size_t page_bytes);
 
 // What a log says about the store when opened.
@@ -39,21 +40,30 @@ struct RecordLogState {
   uint64_t max_seq = 0;            // The highest sequence number it carries.
 };
 
-// Thread safety: all methods are thread-safe.
+// Thread safety: all methods are thread-safe, within the REQUIRES of Snapshot and ReadAll.
+// Ownership: the log shares ownership of its namespace.
 class RecordLog {
  public:
-  // Produces a snapshot: calls `emit` with each page's builder content. Used by Snapshot.
+  // Produces a snapshot for Snapshot: adds its records to `page`; when one does not fit, calls
+  // `page_full` (which writes the page and empties the builder, or fails with ResourceExhausted
+  // when the half is full) and adds it again. Its errors end the snapshot. Runs with the log's
+  // lock held: it must not call into this log.
   using PageSource = std::function<absl::Status(PageBuilder& page,
                                                 const std::function<absl::Status()>& page_full)>;
 
-  // Writes an empty log at `place` (an empty snapshot in half 0), flushed.
+  // Sets up a new log at `place` without reading or writing the device: nothing is on it until
+  // the first Snapshot, which goes to half 0 and writes the first checkpoint. `max_seq` is not
+  // used. InvalidArgument when `place` holds fewer than 34 pages.
+  // REQUIRES: place.page_bytes is a positive multiple of ns->lba_size().
   static absl::StatusOr<std::unique_ptr<RecordLog>> Create(std::shared_ptr<Namespace> ns,
                                                            const RecordLogPlace& place,
                                                            const std::string& store_id,
                                                            uint32_t device, uint64_t max_seq);
   // Opens the log at `place`: reads the checkpoints and, unless the last stop was clean, the
   // pages appended since, for the marks they carry. NotFound: no checkpoint (never written);
-  // DataLoss: both checkpoints damaged; FailedPrecondition: another store's or device's log.
+  // DataLoss: no valid checkpoint and a damaged one; FailedPrecondition: another store's or
+  // device's log; the namespace's errors when a page cannot be read. Damaged appended pages are
+  // skipped. REQUIRES: `place` is that of a log made by Create.
   static absl::StatusOr<std::unique_ptr<RecordLog>> Open(std::shared_ptr<Namespace> ns,
                                                          const RecordLogPlace& place,
                                                          const std::string& store_id,
@@ -73,22 +83,30 @@ class RecordLog {
   uint32_t room_after_snapshot() const;
   // Promises `pages` pages to a writer; false, promising nothing, when they are not free.
   bool Reserve(uint32_t pages);
-  // Gives back promises that will not be written.
+  // Gives back promises that will not be written. REQUIRES: `pages` were promised and not used.
   void Unreserve(uint32_t pages);
   // Writes pages promised by Reserve (one promise each) after the last ones; not flushed.
-  // `unused` promises are given back.
+  // `unused` promises are given back. Each builder is finished (left empty); the caller keeps
+  // owning them. REQUIRES: pages.size() + unused promises are outstanding. On a write error
+  // (the namespace's) the pages after it are not written, but their places are used up.
   absl::Status Append(const std::vector<PageBuilder*>& pages, uint64_t committed_through,
                       uint32_t unused);
   // Writes a snapshot from `source` into the other half, flushes, then makes it current with a
-  // checkpoint, flushed. On failure the current half stays current. REQUIRES: no appends in
-  // flight (the caller excludes them).
+  // checkpoint, flushed; outstanding promises are dropped. On failure the current half stays
+  // current. Errors: `source`'s, ResourceExhausted when the snapshot does not fit in a half,
+  // the namespace's. Holds the log's lock throughout. REQUIRES: no appends in flight (the caller
+  // excludes them).
   absl::Status Snapshot(const PageSource& source, uint64_t committed_through, uint64_t max_seq);
-  // Writes a checkpoint and flushes it (clean: at a clean stop; else after a start).
+  // Writes a checkpoint and flushes it (clean: at a clean stop; else after a start). Errors:
+  // the namespace's.
   absl::Status WriteCheckpoint(bool clean, uint64_t committed_through, uint64_t max_seq);
+  // Flushes the namespace (Namespace::Flush).
   absl::Status Flush();
 
   // Every record of the current generation (snapshot and appended pages), and the highest
-  // committed-through mark among its pages. Damaged pages are counted in `bad_pages`.
+  // committed-through mark among its pages and the checkpoint. Damaged pages are skipped and
+  // added to `bad_pages`. Errors: the namespace's when a page cannot be read.
+  // REQUIRES: no Append or Snapshot in flight (it would read pages they are writing).
   absl::StatusOr<RecordSet> ReadAll(uint64_t& committed_through, uint64_t& bad_pages);
 
  private:

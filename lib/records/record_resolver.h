@@ -29,6 +29,7 @@ struct DeviceRecords {
 // kNoDevice and corrupt set: it must be placed and rebuilt.
 using ResolvedObject = ObjectWithBlocks;
 
+// What Resolve restores, and counts of what it left out.
 struct Resolution {
   std::vector<ResolvedObject> objects;    // ordered by id
   uint64_t committed_through = 0;         // the highest mark any device carries
@@ -41,6 +42,10 @@ struct Resolution {
   std::vector<std::string> not_restored;  // an object each, with why
 };
 
+// Resolves the records of every device into the objects to restore, by the rules in the file
+// comment. A pure function of `devices`; it never fails: an object that cannot be restored (a
+// stripe with records of fewer than its data blocks, or a newer object with the same name) is
+// left out and named in not_restored.
 Resolution Resolve(const std::vector<DeviceRecords>& devices);
 
 }  // namespace ecd::store

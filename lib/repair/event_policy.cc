@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/store/store_admin.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {
@@ -40,7 +41,7 @@ EventPolicy::EventPolicy(Store* store, RepairPlanner* rebuilds, const EventPolic
     : store_(store), rebuilds_(rebuilds), options_(options) {}
 
 absl::Status EventPolicy::Check(const HealthEvent& e) const {
-  for (const store::DeviceRecord& d : store_->DeviceRecords()) {
+  for (const store::DeviceRecord& d : store_->admin().DeviceRecords()) {
     if (d.id != e.device) continue;
     if ((e.kind == HealthEvent::Kind::kGeneralMedia || e.kind == HealthEvent::Kind::kDram) &&
         e.dpa >= d.size_bytes) {
@@ -95,7 +96,8 @@ PolicyAction EventPolicy::Handle(const HealthEvent& e) {
       break;
     case PolicyAction::kFail: {
       Log(LogLevel::kError, "device %d failed by policy: %s", e.device, reason);
-      absl::StatusOr<DeviceStatus> s = store_->SetDeviceState(e.device, DeviceState::kFailed);
+      absl::StatusOr<DeviceStatus> s =
+          store_->admin().SetDeviceState(e.device, DeviceState::kFailed);
       if (!s.ok())
         Log(LogLevel::kError, "cannot fail device %d: %s", e.device, s.status().message());
       break;
@@ -110,7 +112,7 @@ PolicyAction EventPolicy::Handle(const HealthEvent& e) {
       break;
     }
     case PolicyAction::kRebuildRange: {
-      const uint32_t lba_size = store_->lba_size();
+      const uint32_t lba_size = store_->admin().lba_size();
       RebuildSpec spec;
       spec.kind = RebuildKind::kMediaRange;
       spec.device = e.device;

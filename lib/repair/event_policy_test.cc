@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::repair {
@@ -150,7 +151,7 @@ TEST_F(EventPolicyTest, ActionsMoveWhatTheySay) {
   mm.health_status = 4;
   EXPECT_EQ(policy.Handle(mm), PolicyAction::kEvacuate);
   ASSERT_TRUE(rebuilds.WaitIdle(absl::Seconds(30)));
-  auto devices = *store_->ListDevices();
+  auto devices = *store_->admin().ListDevices();
   EXPECT_EQ(devices[6].record.state, DeviceState::kFailed);
   EXPECT_EQ(devices[6].blocks, 0u);
   // Fatal on device 1: failed at once, data still readable (degraded).
@@ -159,7 +160,7 @@ TEST_F(EventPolicyTest, ActionsMoveWhatTheySay) {
   fatal.log = 3;
   fatal.severity = 3;
   EXPECT_EQ(policy.Handle(fatal), PolicyAction::kFail);
-  EXPECT_EQ((*store_->ListDevices())[1].record.state, DeviceState::kFailed);
+  EXPECT_EQ((*store_->admin().ListDevices())[1].record.state, DeviceState::kFailed);
   VectorSink sink;
   ASSERT_TRUE(store_->Read("obj", 0, 0, sink).ok());
   EXPECT_EQ(sink.bytes, data_);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "lib/repair/repair_plan.h"
 #include "lib/repair/repair_planner.h"
+#include "lib/store/store_admin.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {
@@ -74,7 +75,7 @@ int RebuildPriority(RebuildKind kind) {
 
 void RepairPlanner::ResumeMediaRanges() {
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> found =
-      store_->MetaWithPrefix(kMediaPrefix);
+      store_->admin().MetaWithPrefix(kMediaPrefix);
   if (!found.ok()) return;
   for (const auto& [key, reason] : *found) {
     std::vector<std::string> parts = absl::StrSplit(key.substr(strlen(kMediaPrefix)), '/');
@@ -114,8 +115,8 @@ uint64_t RepairPlanner::Submit(const RebuildSpec& spec) {
   if (spec.kind == RebuildKind::kEvacuateDevice) error = StartEvacuation(spec.device);
   if (spec.kind == RebuildKind::kMediaRange) {
     // Kept in the catalog until moved, so that a restart resumes it.
-    if (absl::Status s =
-            store_->SetMeta(MediaKey({spec.device, spec.first_lba, spec.lba_count}), spec.reason);
+    if (absl::Status s = store_->admin().SetMeta(
+            MediaKey({spec.device, spec.first_lba, spec.lba_count}), spec.reason);
         !s.ok()) {
       Log(LogLevel::kError, "media range of device %d not recorded (%s): a restart forgets it",
           spec.device, s.message());
@@ -148,11 +149,11 @@ uint64_t RepairPlanner::Submit(const RebuildSpec& spec) {
 }
 
 std::string RepairPlanner::StartEvacuation(uint32_t device) {
-  std::vector<DeviceRecord> devices = store_->DeviceRecords();
+  std::vector<DeviceRecord> devices = store_->admin().DeviceRecords();
   if (device >= devices.size()) return absl::StrCat("device ", device, " does not exist");
   if (devices[device].state != DeviceState::kOnline) return "";  // failing already, or gone
   absl::StatusOr<store::DeviceStatus> marked =
-      store_->SetDeviceState(device, DeviceState::kFailing);
+      store_->admin().SetDeviceState(device, DeviceState::kFailing);
   return marked.ok() ? "" : std::string(marked.status().message());
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/devices/fs_space.h"
 #include "lib/repair/repair_plan.h"
+#include "lib/store/store_admin.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {
@@ -39,20 +40,20 @@ bool InRange(const BlockRecord& b, const DeviceRange& r) {
 
 RepairPlanner::RepairPlanner(store::Store* store, const RepairPlannerOptions& options)
     : store_(store), options_(options), rate_(options.rate_bytes_per_sec) {
-  absl::StatusOr<std::optional<std::string>> paused = store_->GetMeta(kPausedKey);
+  absl::StatusOr<std::optional<std::string>> paused = store_->admin().GetMeta(kPausedKey);
   if (paused.ok() && paused->has_value()) paused_ = **paused == "1";
-  absl::StatusOr<std::optional<std::string>> rate = store_->GetMeta(kRateKey);
+  absl::StatusOr<std::optional<std::string>> rate = store_->admin().GetMeta(kRateKey);
   uint64_t value = 0;
   if (rate.ok() && rate->has_value() && absl::SimpleAtoi(**rate, &value)) rate_ = value;
   status_.delay = options_.repair_delay;
   ResumeMediaRanges();
   if (paused_) Log(LogLevel::kWarning, "repair is paused (`ecctl repair resume` resumes it)");
-  store_->SetRepairListener([this] { Changed(); });
+  store_->admin().SetRepairListener([this] { Changed(); });
   worker_ = std::thread([this] { Loop(); });
 }
 
 RepairPlanner::~RepairPlanner() {
-  store_->SetRepairListener(nullptr);
+  store_->admin().SetRepairListener(nullptr);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -71,7 +72,7 @@ void RepairPlanner::Changed() {
 }
 
 absl::Status RepairPlanner::SetPaused(bool paused) {
-  if (absl::Status s = store_->SetMeta(kPausedKey, paused ? "1" : "0"); !s.ok()) return s;
+  if (absl::Status s = store_->admin().SetMeta(kPausedKey, paused ? "1" : "0"); !s.ok()) return s;
   {
     std::lock_guard<std::mutex> lock(mu_);
     paused_ = paused;
@@ -82,7 +83,8 @@ absl::Status RepairPlanner::SetPaused(bool paused) {
 }
 
 absl::Status RepairPlanner::SetRate(uint64_t bytes_per_sec) {
-  if (absl::Status s = store_->SetMeta(kRateKey, absl::StrCat(bytes_per_sec)); !s.ok()) return s;
+  if (absl::Status s = store_->admin().SetMeta(kRateKey, absl::StrCat(bytes_per_sec)); !s.ok())
+    return s;
   {
     std::lock_guard<std::mutex> lock(mu_);
     rate_ = bytes_per_sec;
@@ -95,7 +97,7 @@ absl::Status RepairPlanner::SetRate(uint64_t bytes_per_sec) {
 
 RepairStatus RepairPlanner::Status() const {
   // Objects stored and deleted since the last plan count at once: the store keeps the totals.
-  const std::map<uint32_t, uint64_t> totals = store_->StripesByParity();
+  const std::map<uint32_t, uint64_t> totals = store_->Stats().stripes_by_parity;
   std::lock_guard<std::mutex> lock(mu_);
   census_totals_ = totals;
   RecountLocked();
@@ -148,7 +150,7 @@ void RepairPlanner::Loop() {
     lock.unlock();
     // Paused is Ceph's noout: down devices stay down however long the pause lasts.
     const size_t failed = paused ? 0 : FailDownDevices();
-    if (failed + store_->DownDevicesWithFailingWrites().size() > 0) {
+    if (failed + store_->admin().DownDevicesWithFailingWrites().size() > 0) {
       lock.lock();
       dirty_ = true;
       lock.unlock();
@@ -199,7 +201,7 @@ absl::Time RepairPlanner::NextDeadlineLocked(absl::Time now) const {
 size_t RepairPlanner::FailDownDevices() {
   size_t failed = 0;
   const absl::Time now = absl::Now();
-  for (const DeviceRecord& d : store_->DeviceRecords()) {
+  for (const DeviceRecord& d : store_->admin().DeviceRecords()) {
     if (d.state != DeviceState::kDown) continue;
     const absl::Time since = absl::FromUnixMillis(d.down_since_unix_ms);
     if (now - since < options_.repair_delay) continue;
@@ -209,7 +211,7 @@ size_t RepairPlanner::FailDownDevices() {
         d.id, absl::FormatTime(since), d.down_reason);
     // Only if it is still down: an operator may have brought it back meanwhile.
     absl::StatusOr<store::DeviceStatus> s =
-        store_->SetDeviceState(d.id, DeviceState::kFailed, DeviceState::kDown);
+        store_->admin().SetDeviceState(d.id, DeviceState::kFailed, DeviceState::kDown);
     if (s.ok()) ++failed;
   }
   return failed;
@@ -225,7 +227,7 @@ void RepairPlanner::Plan() {
     media = ranges_;
     skipped = skipped_;
   }
-  const std::vector<DeviceRecord> devices = store_->DeviceRecords();
+  const std::vector<DeviceRecord> devices = store_->admin().DeviceRecords();
   Findings f;
   f.blocks_on.assign(devices.size(), 0);
   f.lost_on.assign(devices.size(), 0);
@@ -246,13 +248,13 @@ void RepairPlanner::Plan() {
   for (const DeviceRecord& d : devices) {
     if (d.state != DeviceState::kFailing || f.blocks_on[d.id] > 0 || f.lost_on[d.id] > 0) continue;
     Log(LogLevel::kInfo, "device %d holds no more blocks: evacuated, now failed", d.id);
-    (void)store_->SetDeviceState(d.id, DeviceState::kFailed, DeviceState::kFailing);
+    (void)store_->admin().SetDeviceState(d.id, DeviceState::kFailed, DeviceState::kFailing);
   }
   std::vector<DeviceRecord> down;
   for (const DeviceRecord& d : devices) {
     if (d.state == DeviceState::kDown) down.push_back(d);
   }
-  const std::map<uint32_t, uint64_t> totals = store_->StripesByParity();
+  const std::map<uint32_t, uint64_t> totals = store_->Stats().stripes_by_parity;
   std::vector<std::string> finished_media;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -271,7 +273,7 @@ void RepairPlanner::Plan() {
       activity_bytes_ = 0;
     }
   }
-  for (const std::string& key : finished_media) (void)store_->DeleteMeta(key);
+  for (const std::string& key : finished_media) (void)store_->admin().DeleteMeta(key);
 }
 
 absl::Status RepairPlanner::ReadRisks(const std::vector<DeviceRecord>& devices,
@@ -285,7 +287,7 @@ absl::Status RepairPlanner::ReadRisks(const std::vector<DeviceRecord>& devices,
     }
   };
   for (store::StripeCursor at;;) {
-    absl::StatusOr<StripePage> page = store_->StripesWithCorruptBlocks(at, kPlanPage);
+    absl::StatusOr<StripePage> page = store_->admin().StripesWithCorruptBlocks(at, kPlanPage);
     if (!page.ok()) return page.status();
     take(*page);
     if (!page->more) break;
@@ -297,7 +299,7 @@ absl::Status RepairPlanner::ReadRisks(const std::vector<DeviceRecord>& devices,
   }
   for (const DeviceRange& range : ranges) {
     for (store::StripeCursor at;;) {
-      absl::StatusOr<StripePage> page = store_->StripesOnDevice(range, at, kPlanPage);
+      absl::StatusOr<StripePage> page = store_->admin().StripesOnDevice(range, at, kPlanPage);
       if (!page.ok()) return page.status();
       take(*page);
       if (!page->more) break;
@@ -397,7 +399,7 @@ void RepairPlanner::RunBatch() {
     media = ranges_;
   }
   std::vector<bool> failing;
-  for (const DeviceRecord& d : store_->DeviceRecords()) {
+  for (const DeviceRecord& d : store_->admin().DeviceRecords()) {
     failing.push_back(d.state == DeviceState::kFailing);
   }
   RecoverOptions options;
@@ -510,7 +512,7 @@ void RepairPlanner::SetAsideLocked(const std::vector<Work>& batch, const absl::S
 
 void RepairPlanner::YieldToClients() {
   const absl::Time until = absl::Now() + options_.yield_to_clients;
-  while (store_->memory_budget().waiting() > 0 && absl::Now() < until) {
+  while (store_->Stats().memory.waiting > 0 && absl::Now() < until) {
     absl::SleepFor(absl::Milliseconds(2));
   }
 }

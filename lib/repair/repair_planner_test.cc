@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "lib/fault/fault_namespace.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::repair {
@@ -62,7 +63,7 @@ class RepairPlannerTest : public TempStoreTest {
     }
     return out;
   }
-  DeviceStatus Device(uint32_t id) { return (*store_->ListDevices())[id]; }
+  DeviceStatus Device(uint32_t id) { return (*store_->admin().ListDevices())[id]; }
 
   std::map<std::string, std::vector<uint8_t>> model_;
 };
@@ -84,7 +85,7 @@ TEST_F(RepairPlannerTest, EvacuationEmptiesTheDeviceAndFailsIt) {
   EXPECT_GT(scheduler.Status().bytes_repaired, 0u);
   EXPECT_EQ(Device(3).blocks, 0u);
   EXPECT_EQ(Device(3).record.state, DeviceState::kFailed);
-  EXPECT_TRUE(store_->ObjectsOnDevice(3, 0, 0)->empty());
+  EXPECT_TRUE(store_->admin().ObjectsOnDevice(3, 0, 0)->empty());
   ExpectAllByteExactAndFullyRedundant();
   // New objects never land on the failed device.
   Put("later", RandomBytes(50000, 77));
@@ -131,8 +132,8 @@ TEST_F(RepairPlannerTest, MediaRangeMovesOnlyOverlappingBlocks) {
 
 TEST_F(RepairPlannerTest, FailingDevicesResumeAfterRestart) {
   Put("a", RandomBytes(8 * 16384, 5));
-  ASSERT_TRUE(store_->SetDeviceState(5, DeviceState::kFailing).ok());
-  EXPECT_FALSE(store_->SetDeviceState(5, DeviceState::kFailing).ok());  // only from online
+  ASSERT_TRUE(store_->admin().SetDeviceState(5, DeviceState::kFailing).ok());
+  EXPECT_FALSE(store_->admin().SetDeviceState(5, DeviceState::kFailing).ok());  // only from online
   Open();  // restart: the state survives in the catalog
   ASSERT_EQ(Device(5).record.state, DeviceState::kFailing);
   VectorSink sink;  // still readable
@@ -236,7 +237,7 @@ TEST_F(RepairPlannerTest, RepairsAFailedDeviceWithNoCommand) {
   ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
   const uint64_t stripes = planner.Status().stripes_by_redundancy.at(2);
   ASSERT_GT(stripes, 0u);
-  ASSERT_TRUE(store_->SetDeviceState(4, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(4, DeviceState::kFailed).ok());
   ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
   ExpectAllByteExactAndFullyRedundant();
   EXPECT_EQ(Device(4).blocks, 0u);
@@ -250,8 +251,8 @@ TEST_F(RepairPlannerTest, StripesWithNoRedundancyLeftGoFirst) {
   for (int i = 0; i < 8; ++i) Put("obj" + std::to_string(i), RandomBytes(12 * 16384, 30 + i));
   RepairPlanner planner(store_.get(), {});
   ASSERT_TRUE(planner.SetPaused(true).ok());
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
-  ASSERT_TRUE(store_->SetDeviceState(6, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(6, DeviceState::kFailed).ok());
   // Paused: nothing moves, but the census sees the loss.
   for (int i = 0; i < 200; ++i) {
     const std::vector<uint64_t> levels = planner.Status().stripes_by_redundancy;
@@ -289,7 +290,7 @@ TEST_F(RepairPlannerTest, PauseAndRateSurviveARestart) {
 TEST_F(RepairPlannerTest, DownDeviceWaitsForItsDelay) {
   for (int i = 0; i < 4; ++i) Put("obj" + std::to_string(i), RandomBytes(6 * 16384, 50 + i));
   const uint64_t blocks = Device(3).blocks;
-  ASSERT_TRUE(store_->MarkDeviceDown(3, "test").ok());
+  ASSERT_TRUE(store_->admin().MarkDeviceDown(3, "test").ok());
   {
     RepairPlannerOptions o;
     o.repair_delay = absl::Hours(1);
@@ -305,7 +306,7 @@ TEST_F(RepairPlannerTest, DownDeviceWaitsForItsDelay) {
   Open();  // a restart keeps the device down, and when it went down
   EXPECT_EQ(Device(3).record.state, DeviceState::kOnline);  // its namespace is back: online
   EXPECT_EQ(Device(3).blocks, blocks);
-  ASSERT_TRUE(store_->MarkDeviceDown(3, "test again").ok());
+  ASSERT_TRUE(store_->admin().MarkDeviceDown(3, "test again").ok());
   RepairPlannerOptions o;
   o.repair_delay = absl::ZeroDuration();
   RepairPlanner planner(store_.get(), o);
@@ -427,7 +428,7 @@ TEST_F(RepairPlannerTest, AMediaRangeLeftByAStopIsMovedAfterTheRestart) {
   for (const auto& [key, where] : Layout()) {
     EXPECT_FALSE(where.first == 3 && where.second == lba);
   }
-  EXPECT_TRUE(store_->MetaWithPrefix("repair/media_range/")->empty());
+  EXPECT_TRUE(store_->admin().MetaWithPrefix("repair/media_range/")->empty());
 }
 
 TEST_F(RepairPlannerTest, ADeviceWhoseWritesKeepFailingGoesDownAndIsRepaired) {
@@ -465,7 +466,7 @@ TEST_F(RepairPlannerTest, AnEvacuationStopsWhenItsDeviceIsBroughtBackOnline) {
   spec.device = 2;
   const uint64_t id = planner.Submit(spec);
   EXPECT_EQ(Device(2).record.state, DeviceState::kFailing);
-  ASSERT_TRUE(store_->SetDeviceState(2, DeviceState::kOnline).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(2, DeviceState::kOnline).ok());
   ASSERT_TRUE(planner.SetPaused(false).ok());
   ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
   EXPECT_EQ(planner.Get(id)->state, RebuildState::kFailed);
@@ -479,7 +480,7 @@ TEST_F(RepairPlannerTest, AStripeWithNowhereToGoDoesNotHoldUpTheOthers) {
   ASSERT_TRUE(TempStoreTest::Put("wide", RandomBytes(6 * 4096 * 3, 66), 6, 2).ok());
   Put("narrow", RandomBytes(4 * 4096 * 5, 67));
   RepairPlanner planner(store_.get(), {});
-  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(0, DeviceState::kFailed).ok());
   ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
   EXPECT_EQ(store_->Stat("narrow", false, true)->degraded_stripes, 0u);
   EXPECT_EQ(store_->Stat("wide", false, false)->degraded_stripes, 3u);
@@ -491,7 +492,7 @@ TEST_F(RepairPlannerTest, AStripeWithNowhereToGoDoesNotHoldUpTheOthers) {
       << status.stalled;
   EXPECT_EQ(status.stripes_by_redundancy.at(1), 3u);  // the wide stripes, set aside
   // A device back (here: replaced) is a change: the wide stripes are repaired at once.
-  ASSERT_TRUE(store_->ReplaceDevice(0).ok());
+  ASSERT_TRUE(store_->admin().ReplaceDevice(0).ok());
   ASSERT_TRUE(planner.WaitIdle(absl::Seconds(60)));
   EXPECT_EQ(store_->Stat("wide", false, true)->degraded_stripes, 0u);
   EXPECT_TRUE(planner.Status().stalled.empty());
@@ -503,7 +504,7 @@ TEST_F(RepairPlannerTest, PausedDownDevicesStayDownPastTheirDelay) {
   o.repair_delay = absl::Milliseconds(50);
   RepairPlanner planner(store_.get(), o);
   ASSERT_TRUE(planner.SetPaused(true).ok());
-  ASSERT_TRUE(store_->MarkDeviceDown(1, "maintenance").ok());
+  ASSERT_TRUE(store_->admin().MarkDeviceDown(1, "maintenance").ok());
   absl::SleepFor(absl::Milliseconds(500));
   EXPECT_EQ(Device(1).record.state, DeviceState::kDown);  // noout: not failed while paused
   ASSERT_TRUE(planner.SetPaused(false).ok());
@@ -515,10 +516,10 @@ TEST_F(RepairPlannerTest, PausedDownDevicesStayDownPastTheirDelay) {
 
 TEST_F(RepairPlannerTest, ADeviceDownForItsWritesStaysDownAfterARestart) {
   Put("obj", RandomBytes(6 * 16384, 69));
-  ASSERT_TRUE(store_->MarkDeviceDown(4, "5 writes in a row failed").ok());
+  ASSERT_TRUE(store_->admin().MarkDeviceDown(4, "5 writes in a row failed").ok());
   Open();
   EXPECT_EQ(Device(4).record.state, DeviceState::kDown);
-  ASSERT_TRUE(store_->MarkDeviceDown(5, "could not be opened").ok());
+  ASSERT_TRUE(store_->admin().MarkDeviceDown(5, "could not be opened").ok());
   Open();
   EXPECT_EQ(Device(5).record.state, DeviceState::kOnline);  // it opens: it came back
   EXPECT_EQ(Device(4).record.state, DeviceState::kDown);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "lib/repair/pacer.h"
+#include "lib/store/store_admin.h"
 #include "lib/util/log.h"
 
 namespace ecd::repair {
@@ -159,7 +160,7 @@ ScrubberStatus Scrubber::Status() const {
 
 void Scrubber::Loop() {
   absl::Time last = absl::InfinitePast();
-  if (absl::StatusOr<std::optional<std::string>> v = store_->GetMeta(kLastFinishedKey);
+  if (absl::StatusOr<std::optional<std::string>> v = store_->admin().GetMeta(kLastFinishedKey);
       v.ok() && v->has_value()) {
     int64_t ms = 0;
     if (absl::SimpleAtoi(**v, &ms)) last = absl::FromUnixMillis(ms);
@@ -190,7 +191,7 @@ void Scrubber::Loop() {
         nullptr);
     const absl::Time finished = absl::Now();
     if (report.ok()) {
-      (void)store_->SetMeta(kLastFinishedKey, absl::StrCat(absl::ToUnixMillis(finished)));
+      (void)store_->admin().SetMeta(kLastFinishedKey, absl::StrCat(absl::ToUnixMillis(finished)));
       const RecoverProgress& f = report->found;
       Log(LogLevel::kInfo,
           "scrub pass done in %s: %d objects, %d bytes checked, %d corrupt, %d unreadable, %d "

@@ -19,7 +19,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -29,8 +29,8 @@
 
 namespace ecd::store {
 
-absl::Status Store::PrepareWrites(absl::Span<const BlockRecord> blocks, std::vector<bool>& touched,
-                                  StripeWrite& write) {
+absl::Status StoreCore::PrepareWrites(absl::Span<const BlockRecord> blocks,
+                                      std::vector<bool>& touched, StripeWrite& write) {
   write.Reset(blocks.size());
   for (size_t i = 0; i < blocks.size(); ++i) {
     write.devices[i] = NamespaceOf(blocks[i].device, /*online_only=*/false);
@@ -43,8 +43,8 @@ absl::Status Store::PrepareWrites(absl::Span<const BlockRecord> blocks, std::vec
   return absl::OkStatus();
 }
 
-void Store::StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> blocks,
-                             StripeWrite& write, absl::Span<const uint32_t> checksums) {
+void StoreCore::StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> blocks,
+                                 StripeWrite& write, absl::Span<const uint32_t> checksums) {
   for (size_t i = 0; i < blocks.size(); ++i) {
     blocks[i].crc32c = checksums.empty() ? Crc32c(buffer.block(static_cast<int>(i))) : checksums[i];
     write.devices[i]->WriteAsync(blocks[i].lba, buffer.padded(static_cast<int>(i)),
@@ -52,9 +52,9 @@ void Store::StartBlockWrites(StripeBuffer& buffer, absl::Span<BlockRecord> block
   }
 }
 
-absl::Status Store::StartWriteStripe(const ObjectRecord& object, uint64_t stripe,
-                                     StripeBuffer& buffer, std::vector<BlockRecord>& records,
-                                     std::vector<bool>& touched, StripeWrite& write) {
+absl::Status StoreCore::StartWriteStripe(const ObjectRecord& object, uint64_t stripe,
+                                         StripeBuffer& buffer, std::vector<BlockRecord>& records,
+                                         std::vector<bool>& touched, StripeWrite& write) {
   const size_t first = records.size();
   if (absl::Status s = PlaceStripe(object, stripe, records); !s.ok()) return s;
   const absl::Span<BlockRecord> blocks = absl::MakeSpan(records).subspan(first);
@@ -63,12 +63,12 @@ absl::Status Store::StartWriteStripe(const ObjectRecord& object, uint64_t stripe
   return absl::OkStatus();
 }
 
-void Store::BlockIo::Reset(size_t n) {
+void StoreCore::BlockIo::Reset(size_t n) {
   status.assign(n, absl::OkStatus());
   devices.assign(n, nullptr);
 }
 
-absl::Status Store::BlockIo::Finish() {
+absl::Status StoreCore::BlockIo::Finish() {
   batch.Wait();
   devices.clear();
   for (const absl::Status& s : status) {
@@ -77,16 +77,17 @@ absl::Status Store::BlockIo::Finish() {
   return absl::OkStatus();
 }
 
-absl::Status Store::WriteStripe(const ObjectRecord& object, uint64_t stripe, StripeBuffer& buffer,
-                                std::vector<BlockRecord>& records, std::vector<bool>& touched) {
+absl::Status StoreCore::WriteStripe(const ObjectRecord& object, uint64_t stripe,
+                                    StripeBuffer& buffer, std::vector<BlockRecord>& records,
+                                    std::vector<bool>& touched) {
   StripeWrite write;
   absl::Status started = StartWriteStripe(object, stripe, buffer, records, touched, write);
   absl::Status finished = write.Finish();
   return started.ok() ? finished : started;
 }
 
-absl::Status Store::FlushEvery(uint64_t wrote, uint64_t& unflushed,
-                               const std::vector<bool>& touched) {
+absl::Status StoreCore::FlushEvery(uint64_t wrote, uint64_t& unflushed,
+                                   const std::vector<bool>& touched) {
   if (options_.flush_bytes == 0) return absl::OkStatus();
   unflushed += wrote;
   if (unflushed < options_.flush_bytes) return absl::OkStatus();
@@ -94,7 +95,7 @@ absl::Status Store::FlushEvery(uint64_t wrote, uint64_t& unflushed,
   return FlushDevices(touched);
 }
 
-absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
+absl::Status StoreCore::FlushDevices(const std::vector<bool>& touched) {
   for (size_t d = 0; d < touched.size(); ++d) {
     if (!touched[d]) continue;
     std::shared_ptr<Namespace> ns = NamespaceOf(static_cast<uint32_t>(d), /*online_only=*/false);
@@ -116,7 +117,7 @@ absl::Status Store::FlushDevices(const std::vector<bool>& touched) {
   return absl::OkStatus();
 }
 
-void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
+void StoreCore::FreeExtents(absl::Span<const BlockRecord> blocks) {
   std::lock_guard lock(mu_);
   for (const BlockRecord& b : blocks) {
     if (b.device >= devices_.size()) continue;
@@ -126,14 +127,14 @@ void Store::FreeExtents(absl::Span<const BlockRecord> blocks) {
   }
 }
 
-void Store::DiscardExtents(absl::Span<const BlockRecord> blocks) {
+void StoreCore::DiscardExtents(absl::Span<const BlockRecord> blocks) {
   for (const BlockRecord& b : blocks) {
     if (auto ns = NamespaceOf(b.device, /*online_only=*/true)) ns->Deallocate(b.lba, b.lba_count);
   }
   FreeExtents(blocks);
 }
 
-void Store::StartReads(const ObjectRecord& object, BlockReads& reads) {
+void StoreCore::StartReads(const ObjectRecord& object, BlockReads& reads) {
   const size_t n = reads.blocks.size();
   BlockIo& io = reads.io;
   io.Reset(n);
@@ -170,7 +171,8 @@ void Store::StartReads(const ObjectRecord& object, BlockReads& reads) {
   }
 }
 
-std::vector<Store::BlockRead> Store::FinishReads(const ObjectRecord& object, BlockReads& reads) {
+std::vector<StoreCore::BlockRead> StoreCore::FinishReads(const ObjectRecord& object,
+                                                         BlockReads& reads) {
   BlockIo& io = reads.io;
   io.batch.Wait();
   const size_t n = reads.blocks.size();
@@ -204,8 +206,8 @@ std::vector<Store::BlockRead> Store::FinishReads(const ObjectRecord& object, Blo
   return results;
 }
 
-Store::BlockRead Store::ReadBlock(const ObjectRecord& object, const BlockRecord& b,
-                                  absl::Span<uint8_t> out) {
+StoreCore::BlockRead StoreCore::ReadBlock(const ObjectRecord& object, const BlockRecord& b,
+                                          absl::Span<uint8_t> out) {
   BlockReads reads;
   reads.blocks.push_back(&b);
   reads.outs.push_back(out);

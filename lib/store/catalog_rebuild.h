@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lib/devices/namespace.h"
 #include "lib/records/record_resolver.h"
-#include "lib/store/store.h"
 
 namespace ecd::store {
 

@@ -18,7 +18,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -36,7 +36,7 @@ namespace ecd::store {
 class EncodeFlow {
  public:
   // REQUIRES: every argument outlives the flow.
-  EncodeFlow(Store& store, const EncodeParams& params, ByteSource& source,
+  EncodeFlow(StoreCore& store, const EncodeParams& params, ByteSource& source,
              const Interrupt& interrupt)
       : store_(store), params_(params), source_(source), interrupt_(interrupt) {}
 
@@ -51,7 +51,7 @@ class EncodeFlow {
     StripeBuffer* buffer = nullptr;
     std::vector<BlockRecord> blocks;
     std::vector<uint32_t> checksums;  // Of blocks, filled by the encode.
-    Store::StripeWrite write;
+    StoreCore::StripeWrite write;
     std::future<absl::Status> started;
   };
 
@@ -92,7 +92,7 @@ class EncodeFlow {
   // discards its extents. Returns `status`. REQUIRES: Begin succeeded.
   absl::Status Fail(absl::Status status);
 
-  Store& store_;
+  StoreCore& store_;
   const EncodeParams& params_;
   ByteSource& source_;
   const Interrupt& interrupt_;
@@ -350,7 +350,9 @@ absl::Status EncodeFlow::Commit() {
   if (absl::Status s = source_.BeforeCommit(); !s.ok()) return Fail(s);
   if (absl::Status s = store_.catalog_->CommitObject(object_.id, size_, stripe_, op->seq());
       !s.ok()) {
-    return Fail(s);
+    if (!IsCommitOutcomeUnknown(s)) return Fail(s);
+    op->LeaveUnresolved();  // The object may exist: its blocks stay allocated.
+    return s;
   }
   op->Commit();
   store_.CountStripes(object_.parity_blocks, static_cast<int64_t>(stripe_));
@@ -372,8 +374,8 @@ absl::Status EncodeFlow::Fail(absl::Status status) {
   return status;
 }
 
-absl::StatusOr<ObjectRecord> Store::Encode(const EncodeParams& params, ByteSource& source,
-                                           const Interrupt& interrupt) {
+absl::StatusOr<ObjectRecord> StoreCore::Encode(const EncodeParams& params, ByteSource& source,
+                                               const Interrupt& interrupt) {
   EncodeFlow flow(*this, params, source, interrupt);
   return flow.Run();
 }

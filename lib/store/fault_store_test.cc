@@ -12,6 +12,7 @@
 #include "lib/fault/fault_namespace.h"
 #include "lib/fault/fault_test_util.h"
 #include "lib/store/catalog_rebuild.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -70,7 +71,7 @@ TEST_F(FaultStoreTest, ReadsAreDegradedButExactWhenADeviceFailsEveryRead) {
   EXPECT_GT(CounterOf(*registry_->Get(2), "fault_injected_eio"), 0u);
   EXPECT_EQ(CounterOf(*registry_->Get(3), "fault_injected_eio"), 0u);
   // The counters reach `ecctl device ls` through ListDevices.
-  auto devices = store_->ListDevices();
+  auto devices = store_->admin().ListDevices();
   ASSERT_TRUE(devices.ok());
   bool exported = false;
   for (const auto& [name, v] : (*devices)[2].counters) exported |= name == "fault_injected_eio";
@@ -83,7 +84,7 @@ TEST_F(FaultStoreTest, ARecoverWhoseRebuiltBlockWriteFailsCommitsNothing) {
   OpenWithFaults({});
   const auto data = RandomBytes(40 * 16384, 31);
   ASSERT_TRUE(Put("r", data).ok());
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
   auto on_device_1 = [&] {
     auto st = store_->Stat("r", true, false);
     EXPECT_TRUE(st.ok());
@@ -140,7 +141,7 @@ TEST_F(FaultStoreTest, TornWriteFailsTheEncodeCleanly) {
 // its record log back.
 TEST_F(FaultStoreTest, ADeviceThatCannotWriteAtAStartIsFailingAndTheOthersServe) {
   OpenWithFaults({{3, Rules("write:eio")}});
-  auto devices = store_->ListDevices();
+  auto devices = store_->admin().ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[3].record.state, DeviceState::kFailing);
   const auto data = RandomBytes(100000, 8);
@@ -152,7 +153,7 @@ TEST_F(FaultStoreTest, ADeviceThatCannotWriteAtAStartIsFailingAndTheOthersServe)
     for (const auto& b : stripe.blocks) EXPECT_NE(b.record.device, 3u);
   }
   registry_->SetRules(3, {});
-  auto online = store_->SetDeviceState(3, DeviceState::kOnline);
+  auto online = store_->admin().SetDeviceState(3, DeviceState::kOnline);
   ASSERT_TRUE(online.ok()) << online.status();
   VectorSink sink;
   ASSERT_TRUE(store_->Read("x", 0, 0, sink).ok());
@@ -170,7 +171,7 @@ TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeAndMakesTheDeviceSuspect) {
   OpenWithFaults({});
   registry_->SetRules(1, Rules("flush:eio"));
   std::vector<std::pair<uint32_t, std::string>> suspects;
-  store_->SetSuspectListener(
+  store_->admin().SetSuspectListener(
       [&](uint32_t device, const std::string& reason) { suspects.emplace_back(device, reason); });
   const uint64_t free_before = TotalFree();
   const auto data = RandomBytes(100000, 6);
@@ -185,7 +186,7 @@ TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeAndMakesTheDeviceSuspect) {
   ASSERT_EQ(suspects.size(), 1u);
   EXPECT_EQ(suspects[0].first, 1u);
   EXPECT_TRUE(absl::StrContains(suspects[0].second, "flush failed")) << suspects[0].second;
-  auto devices = store_->ListDevices();
+  auto devices = store_->admin().ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[1].record.state, DeviceState::kFailing);
   auto ok = Put("x", data);  // The retry goes to the 7 other devices.
@@ -203,12 +204,12 @@ TEST_F(FaultStoreTest, FlushFailureFailsTheEncodeAndMakesTheDeviceSuspect) {
   // A restart keeps it failing; failing and reopening the device (a replacement) brings a
   // fresh namespace that flushes again.
   Open();
-  devices = store_->ListDevices();
+  devices = store_->admin().ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[1].record.state, DeviceState::kFailing);
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
   registry_->SetRules(1, {});
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kOnline).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kOnline).ok());
   ASSERT_TRUE(Put("y", data).ok());
 }
 
@@ -219,7 +220,9 @@ TEST_F(FaultStoreTest, AFlushOnTheWayThatFailsFailsTheEncode) {
   OpenWithFaults({{1, Rules("flush:eio:after=1")}});               // Its second flush fails.
   const uint64_t free_before = TotalFree();
   const auto data = RandomBytes(40 * 16384, 23);  // 40 stripes: 240 block writes in all.
-  const auto writes = [&] { return CounterSum(*store_->ListDevices(), "nvme_write_commands"); };
+  const auto writes = [&] {
+    return CounterSum(*store_->admin().ListDevices(), "nvme_write_commands");
+  };
   const uint64_t writes_before = writes();
   auto o = Put("x", data);
   ASSERT_FALSE(o.ok());
@@ -229,7 +232,7 @@ TEST_F(FaultStoreTest, AFlushOnTheWayThatFailsFailsTheEncode) {
   EXPECT_LT(writes() - writes_before, 120u);
   EXPECT_EQ(TotalFree(), free_before);
   EXPECT_EQ(store_->Stat("x", false, false).status().code(), absl::StatusCode::kNotFound);
-  auto devices = store_->ListDevices();
+  auto devices = store_->admin().ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[1].record.state, DeviceState::kFailing);
 }
@@ -242,7 +245,9 @@ TEST_F(FaultStoreTest, AFlushOnTheWayThatFailsFailsTheUpdateAndKeepsTheOldVersio
   ASSERT_TRUE(Put("x", data).ok());
   const uint64_t free_before = TotalFree();
   registry_->SetRules(1, Rules("flush:eio:after=1"));  // Its second flush from now on fails.
-  const auto writes = [&] { return CounterSum(*store_->ListDevices(), "nvme_write_commands"); };
+  const auto writes = [&] {
+    return CounterSum(*store_->admin().ListDevices(), "nvme_write_commands");
+  };
   const uint64_t writes_before = writes();
   const auto patch = RandomBytes(data.size(), 25);  // Every stripe, whole: 240 block writes.
   VectorSource source(patch);

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "lib/fault/fault_namespace.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -241,7 +242,7 @@ TEST_F(FullFileSystemTest, EncodesAreRefusedBeforeTheReserveAndDeletesMakeRoom) 
   for (size_t i = 0; i < names.size(); ++i) {
     ASSERT_EQ(Get(names[i]).value(), RandomBytes(60 << 10, static_cast<uint32_t>(i)));
   }
-  auto fs = store_->FileSystems();
+  auto fs = store_->Stats().file_systems;
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].free_bytes, Free());
   EXPECT_EQ(fs[0].reserve_bytes, reserve_);
@@ -293,7 +294,7 @@ TEST_F(FullFileSystemTest, ARepairMayUseHalfTheReserve) {
   ASSERT_GT(free_now, reserve_ * 3 / 4);
   capacity_ -= free_now - reserve_ * 3 / 4;
   EXPECT_TRUE(IsFileSystemFull(Put("tiny", RandomBytes(100, 1)).status()));
-  ASSERT_TRUE(store_->SetDeviceState(2, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(2, DeviceState::kFailed).ok());
   RecoverOptions options;
   options.check_all = false;
   auto p = store_->Recover(names[5], nullptr, options);
@@ -303,7 +304,7 @@ TEST_F(FullFileSystemTest, ARepairMayUseHalfTheReserve) {
   EXPECT_EQ(st->degraded_stripes, 0u);
   // Below half the reserve even a repair is refused, naming the file system.
   capacity_ -= Free() - reserve_ / 4;
-  ASSERT_TRUE(store_->SetDeviceState(3, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(3, DeviceState::kFailed).ok());
   auto refused = store_->Recover(names[6], nullptr, options);
   ASSERT_TRUE(IsFileSystemFull(refused.status())) << refused.status();
   EXPECT_TRUE(absl::StrContains(refused.status().message(), "half of --fs-reserve"))

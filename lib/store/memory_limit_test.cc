@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "lib/fault/fault_namespace.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -77,21 +78,21 @@ class MemoryLimitTest : public TempStoreTest {
 };
 
 TEST_F(MemoryLimitTest, ASecondEncodeWaitsForTheFirstsMemoryThenBothAreStored) {
-  ASSERT_EQ(store_->memory_budget().limit_bytes(), 5 * kStripe);
+  ASSERT_EQ(store_->Stats().memory.limit_bytes, 5 * kStripe);
   const std::vector<uint8_t> a = RandomBytes(200000, 1);
   const std::vector<uint8_t> b = RandomBytes(150000, 2);
   StallingSource stalling(a, 4 * 4);  // Filling its fifth stripe: all of the budget.
   absl::StatusOr<ObjectRecord> first;
   std::thread t1 = EncodeOnAThread("a", stalling, &first);
   stalling.WaitUntilStalled();
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 5 * kStripe);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 5 * kStripe);
   std::atomic<bool> second_done{false};
   absl::StatusOr<ObjectRecord> second;
   std::thread t2([&] {
     second = Put("b", b);
     second_done = true;
   });
-  while (store_->memory_budget().waiting() == 0) {
+  while (store_->Stats().memory.waiting == 0) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -103,9 +104,9 @@ TEST_F(MemoryLimitTest, ASecondEncodeWaitsForTheFirstsMemoryThenBothAreStored) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(*Get("a"), a);
   EXPECT_EQ(*Get("b"), b);
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
-  EXPECT_GE(store_->memory_budget().waits(), 1u);
-  EXPECT_EQ(store_->memory_budget().refusals(), 0u);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 0u);
+  EXPECT_GE(store_->Stats().memory.waits, 1u);
+  EXPECT_EQ(store_->Stats().memory.refusals, 0u);
 }
 
 // A source that waits in Await until Release, then delivers `data`: a client that sent a
@@ -146,18 +147,18 @@ TEST_F(MemoryLimitTest, AnEncodeHoldsStripeMemoryInProportionToWhatItsSourceDeli
   absl::StatusOr<ObjectRecord> first;
   std::thread t1 = EncodeOnAThread("silent", silent, &first);
   silent.WaitUntilAwaiting();
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 0u);
   // Part of one stripe delivered: one stripe held, and the rest of the budget is free for
   // others at once (they neither wait nor are refused).
   StallingSource stalling(a, 1);
   absl::StatusOr<ObjectRecord> second;
   std::thread t2 = EncodeOnAThread("stalling", stalling, &second);
   stalling.WaitUntilStalled();
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), kStripe);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, kStripe);
   const std::vector<uint8_t> b = RandomBytes(150000, 32);
   ASSERT_TRUE(Put("other", b).ok());
-  EXPECT_EQ(store_->memory_budget().waits(), 0u);
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), kStripe);
+  EXPECT_EQ(store_->Stats().memory.waits, 0u);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, kStripe);
   silent.Release();
   stalling.Release();
   t1.join();
@@ -167,7 +168,7 @@ TEST_F(MemoryLimitTest, AnEncodeHoldsStripeMemoryInProportionToWhatItsSourceDeli
   EXPECT_EQ(*Get("silent"), a);
   EXPECT_EQ(*Get("stalling"), a);
   EXPECT_EQ(*Get("other"), b);
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 0u);
 }
 
 TEST_F(MemoryLimitTest, AnEncodeThatCannotGrowGoesOnWithTheStripesItHas) {
@@ -178,10 +179,10 @@ TEST_F(MemoryLimitTest, AnEncodeThatCannotGrowGoesOnWithTheStripesItHas) {
   absl::StatusOr<ObjectRecord> first;
   std::thread t = EncodeOnAThread("holder", stalling, &first);
   stalling.WaitUntilStalled();
-  ASSERT_EQ(store_->memory_budget().reserved_bytes(), 4 * kStripe);
+  ASSERT_EQ(store_->Stats().memory.reserved_bytes, 4 * kStripe);
   const std::vector<uint8_t> b = RandomBytes(150000, 34);
   ASSERT_TRUE(Put("narrow", b).ok());
-  EXPECT_EQ(store_->memory_budget().waits(), 0u);
+  EXPECT_EQ(store_->Stats().memory.waits, 0u);
   stalling.Release();
   t.join();
   ASSERT_TRUE(first.ok()) << first.status();
@@ -197,7 +198,7 @@ TEST_F(MemoryLimitTest, AWaitForMemoryEndsAtTheCallersDeadline) {
   absl::StatusOr<ObjectRecord> first;
   std::thread t = EncodeOnAThread("a", stalling, &first);
   stalling.WaitUntilStalled();
-  ASSERT_EQ(store_->memory_budget().reserved_bytes(), 5 * kStripe);
+  ASSERT_EQ(store_->Stats().memory.reserved_bytes, 5 * kStripe);
   const absl::Time start = absl::Now();
   VectorSink sink;
   const absl::Status read =
@@ -217,8 +218,8 @@ TEST_F(MemoryLimitTest, AWaitForMemoryEndsAtTheCallersDeadline) {
   encoded = store_->Encode(p, source, Interrupt{.cancelled = [&] { return gone.load(); }}).status();
   leave.join();
   EXPECT_EQ(encoded.code(), absl::StatusCode::kCancelled) << encoded;
-  EXPECT_EQ(store_->memory_budget().waiting(), 0u);
-  EXPECT_EQ(store_->memory_budget().refusals(), 0u);
+  EXPECT_EQ(store_->Stats().memory.waiting, 0u);
+  EXPECT_EQ(store_->Stats().memory.refusals, 0u);
   stalling.Release();
   t.join();
   ASSERT_TRUE(first.ok()) << first.status();
@@ -228,8 +229,8 @@ TEST_F(MemoryLimitTest, AWaitForMemoryEndsAtTheCallersDeadline) {
 
 TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuffers) {
   // Device labels are written at open, outside the arena: count from here.
-  const std::vector<DeviceStatus> opened = *store_->ListDevices();
-  const Store::ArenaStats empty = store_->arena_stats();
+  const std::vector<DeviceStatus> opened = *store_->admin().ListDevices();
+  const StoreStats::Arena empty = store_->Stats().arena;
   EXPECT_EQ(empty.bytes, 5 * kStripe);  // the whole budget
   EXPECT_EQ(empty.free_bytes, empty.bytes);
   const std::vector<uint8_t> a = RandomBytes(200000, 3);
@@ -237,7 +238,7 @@ TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuff
   absl::StatusOr<ObjectRecord> encoded;
   std::thread t = EncodeOnAThread("a", stalling, &encoded);
   stalling.WaitUntilStalled();
-  EXPECT_EQ(store_->arena_stats().free_bytes, 0u);  // its five stripes are the arena's runs
+  EXPECT_EQ(store_->Stats().arena.free_bytes, 0u);  // its five stripes are the arena's runs
   stalling.Release();
   t.join();
   ASSERT_TRUE(encoded.ok()) << encoded.status();
@@ -246,10 +247,10 @@ TEST_F(MemoryLimitTest, StripeBuffersAreRunsOfTheArenaThatDevicesMoveAsFixedBuff
   ASSERT_TRUE(Put("b", b).ok());  // into runs that still hold bytes of "a" (ArenaReuse below)
   EXPECT_EQ(*Get("b"), b);
   EXPECT_EQ(*Get("a"), a);
-  const Store::ArenaStats after = store_->arena_stats();
+  const StoreStats::Arena after = store_->Stats().arena;
   EXPECT_EQ(after.free_bytes, after.bytes);
   EXPECT_EQ(after.fallbacks, 0u);
-  const std::vector<DeviceStatus> devices = *store_->ListDevices();
+  const std::vector<DeviceStatus> devices = *store_->admin().ListDevices();
   for (const DeviceStatus& d : devices) EXPECT_EQ(CounterSum({d}, "nvme_fixed_buffers"), 1u);
   EXPECT_GE(CounterSum(devices, "nvme_zero_copy_commands"), 9u * 6 + 9u * 4);
   EXPECT_GE(CounterSum(devices, "nvme_io_uring_fixed_ops"), 9u * 6 + 9u * 4);
@@ -276,12 +277,12 @@ TEST_F(MemoryLimitTest, WithoutTheArenaStripeBuffersAreMappedPerRequestAndStaged
     o.dma_arena_bytes = 0;
   };
   Open();
-  EXPECT_EQ(store_->arena_stats().bytes, 0u);
+  EXPECT_EQ(store_->Stats().arena.bytes, 0u);
   const std::vector<uint8_t> a = RandomBytes(100000, 5);
   ASSERT_TRUE(Put("a", a).ok());
   EXPECT_EQ(*Get("a"), a);
   // Copied through the devices' pools: cheaper here than plain I/O that pins pages per I/O.
-  const std::vector<DeviceStatus> devices = *store_->ListDevices();
+  const std::vector<DeviceStatus> devices = *store_->admin().ListDevices();
   EXPECT_EQ(CounterSum(devices, "nvme_zero_copy_commands"), 0u);
   EXPECT_GE(CounterSum(devices, "nvme_staged_commands"), 5u * 6);
   EXPECT_EQ(CounterSum(devices, "nvme_io_uring_plain_ops"), 0u);
@@ -293,14 +294,14 @@ TEST_F(MemoryLimitTest, StripeBuffersBeyondASmallerArenaAreMappedAndCounted) {
     o.dma_arena_bytes = 2 * kStripe;
   };
   Open();
-  EXPECT_EQ(store_->arena_stats().bytes, 2 * kStripe);
+  EXPECT_EQ(store_->Stats().arena.bytes, 2 * kStripe);
   const std::vector<uint8_t> a = RandomBytes(200000, 6);
   ASSERT_TRUE(Put("a", a).ok());  // five stripes: two in the arena, three mapped
-  EXPECT_EQ(store_->arena_stats().fallbacks, 3u);
+  EXPECT_EQ(store_->Stats().arena.fallbacks, 3u);
   EXPECT_EQ(*Get("a"), a);  // three stripes: two in the arena, one mapped
-  EXPECT_EQ(store_->arena_stats().fallbacks, 4u);
-  EXPECT_EQ(store_->arena_stats().free_bytes, 2 * kStripe);
-  const std::vector<DeviceStatus> devices = *store_->ListDevices();
+  EXPECT_EQ(store_->Stats().arena.fallbacks, 4u);
+  EXPECT_EQ(store_->Stats().arena.free_bytes, 2 * kStripe);
+  const std::vector<DeviceStatus> devices = *store_->admin().ListDevices();
   EXPECT_GT(CounterSum(devices, "nvme_zero_copy_commands"), 0u);  // the arena's runs
   EXPECT_GT(CounterSum(devices, "nvme_staged_commands"), 0u);     // the others
   EXPECT_EQ(CounterSum(devices, "nvme_io_uring_plain_ops"), 0u);
@@ -320,7 +321,7 @@ TEST(ArenaReuse, PaddingWrittenFromReusedRunsIsZero) {
   o.default_block_size = 1024;
   o.memory_limit = 8 * o.nvme.host_memory_bytes + (4 << 20);
   auto store = *Store::Open(o);
-  ASSERT_EQ(store->arena_stats().bytes, 4u << 20);
+  ASSERT_EQ(store->Stats().arena.bytes, 4u << 20);
   auto put = [&](const std::string& name, const std::vector<uint8_t>& data, uint64_t bs) {
     EncodeParams p;
     p.name = name;
@@ -338,7 +339,7 @@ TEST(ArenaReuse, PaddingWrittenFromReusedRunsIsZero) {
   // Rebuild every block of one device through reused runs too.
   auto before = *store->Stat("x", /*with_blocks=*/true, /*verify=*/false);
   const uint32_t failed = before.stripes[0].blocks[0].record.device;
-  ASSERT_TRUE(store->SetDeviceState(failed, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store->admin().SetDeviceState(failed, DeviceState::kFailed).ok());
   ASSERT_TRUE(store->Recover("x", nullptr).ok());
   VectorSink sink;
   ASSERT_TRUE(store->Read("x", 0, 0, sink).ok());
@@ -385,32 +386,32 @@ TEST_F(MemoryLimitTest, ReadsUpdatesAndRecoverWorkInsideTheLimit) {
   std::vector<uint8_t> expected = data;
   std::copy(patch.begin(), patch.end(), expected.begin() + 5000);
   EXPECT_EQ(*Get("o"), expected);
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
   absl::StatusOr<RecoverProgress> p = store_->Recover("o", {});
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_GT(p->blocks_rebuilt, 0u);
   EXPECT_EQ(*Get("o"), expected);
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 0u);
 }
 
 // A sink that holds `held` bytes of its own, records the budget's reservation when the first
 // bytes reach it and when it is finished, and fails its Write when asked to.
 class HoldingSink : public VectorSink {
  public:
-  HoldingSink(const MemoryBudget& budget, uint64_t held) : budget_(budget), held_(held) {}
+  HoldingSink(const Store& budget, uint64_t held) : budget_(budget), held_(held) {}
   uint64_t held_bytes(uint64_t length) const override {
     asked_length = length;
     return held_;
   }
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
-    if (reserved_during_read == 0) reserved_during_read = budget_.reserved_bytes();
+    if (reserved_during_read == 0) reserved_during_read = budget_.Stats().memory.reserved_bytes;
     if (fail_writes) return absl::CancelledError("the client went away");
     return VectorSink::Write(data, reconstructed);
   }
   absl::Status Finish(bool ok) override {
     ++finishes;
     finished_ok = ok;
-    reserved_at_finish = budget_.reserved_bytes();
+    reserved_at_finish = budget_.Stats().memory.reserved_bytes;
     return absl::OkStatus();
   }
   mutable uint64_t asked_length = 0;
@@ -421,14 +422,14 @@ class HoldingSink : public VectorSink {
   bool fail_writes = false;
 
  private:
-  const MemoryBudget& budget_;
+  const Store& budget_;
   const uint64_t held_;
 };
 
 TEST_F(MemoryLimitTest, ReadsReserveTheSinksOwnBuffersUntilItIsFinished) {
   const std::vector<uint8_t> data = RandomBytes(10 * 16384, 7);  // 10 stripes of 4 x 4 KiB.
   ASSERT_TRUE(Put("obj", data).ok());
-  const MemoryBudget& budget = store_->memory_budget();
+  const Store& budget = *store_;
   // Three stripes (the read-ahead) and the sink's stripe's worth: 4 of the 5 stripes of room,
   // held until the sink is finished.
   HoldingSink small(budget, kStripe);
@@ -464,7 +465,7 @@ TEST_F(MemoryLimitTest, ReadsReserveTheSinksOwnBuffersUntilItIsFinished) {
   ASSERT_TRUE(store_->Read("obj", data.size(), 0, empty).ok());
   EXPECT_EQ(empty.finishes, 1);
   EXPECT_TRUE(empty.finished_ok);
-  EXPECT_EQ(budget.reserved_bytes(), 0u);
+  EXPECT_EQ(budget.Stats().memory.reserved_bytes, 0u);
 }
 
 // Passes the bytes on the way a network sink does without copying: it keeps each pinned piece
@@ -556,7 +557,7 @@ class PinningSink : public ByteSink {
 TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemOutliveTheRead) {
   const std::vector<uint8_t> data = RandomBytes(size_t{10} * 16384, 8);  // 10 stripes of 4 x 4 KiB.
   ASSERT_TRUE(Put("obj", data).ok());
-  const MemoryBudget& budget = store_->memory_budget();
+  const Store& budget = *store_;
   for (uint64_t offset : {uint64_t{0}, uint64_t{5000}}) {
     PinningSink sink(data, offset);
     ASSERT_TRUE(store_->Read("obj", offset, 0, sink).ok());
@@ -565,9 +566,9 @@ TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemO
     // The last pin outlives the read: the bytes under it and the read's memory stay.
     ASSERT_TRUE(sink.kept.has_value());
     EXPECT_TRUE(sink.Intact(*sink.kept));
-    EXPECT_GT(budget.reserved_bytes(), 0u);
-    EXPECT_EQ(store_->read_buffer_sets().in_reads, 0);
-    EXPECT_EQ(store_->read_buffer_sets().after_reads, 1);
+    EXPECT_GT(budget.Stats().memory.reserved_bytes, 0u);
+    EXPECT_EQ(store_->Stats().read_buffers.in_reads, 0);
+    EXPECT_EQ(store_->Stats().read_buffers.after_reads, 1);
     // Another read meanwhile (of the last stripe, one buffer: the 2 stripes of room left)
     // gets a buffer of its own and its bytes right.
     absl::StatusOr<std::vector<uint8_t>> again = Get("obj", uint64_t{9} * 16384, 16384);
@@ -575,8 +576,8 @@ TEST_F(MemoryLimitTest, ReadsReuseAStripeBufferOnlyOnceItsPinsAreGoneAndLetThemO
     EXPECT_EQ(*again, std::vector<uint8_t>(data.begin() + ptrdiff_t{9} * 16384, data.end()));
     EXPECT_TRUE(sink.Intact(*sink.kept));
     sink.kept.reset();  // The last pin: the read's buffers go back to the budget.
-    EXPECT_EQ(budget.reserved_bytes(), 0u);
-    EXPECT_EQ(store_->read_buffer_sets().after_reads, 0);
+    EXPECT_EQ(budget.Stats().memory.reserved_bytes, 0u);
+    EXPECT_EQ(store_->Stats().read_buffers.after_reads, 0);
   }
 }
 
@@ -601,7 +602,7 @@ class StripesInFlightTest : public TempStoreTest {
   // The stripes an encode, a read and a recover (device 1 failed) of a 12-stripe object
   // reserved, in that order; checks the bytes after each.
   std::vector<uint64_t> StripesReserved(const std::string& name) {
-    const MemoryBudget& budget = store_->memory_budget();
+    const Store& budget = *store_;
     const std::vector<uint8_t> data = RandomBytes(12 * 16384, 9);
     std::vector<uint64_t> stripes;
     StallingSource stalling(data, 10 * 4);  // Past the deepest pipeline asked for (10).
@@ -612,7 +613,7 @@ class StripesInFlightTest : public TempStoreTest {
       stored = store_->Encode(p, stalling);
     });
     stalling.WaitUntilStalled();
-    stripes.push_back(budget.reserved_bytes() / kStripe);
+    stripes.push_back(budget.Stats().memory.reserved_bytes / kStripe);
     stalling.Release();
     encode.join();
     EXPECT_TRUE(stored.ok()) << stored.status();
@@ -620,12 +621,12 @@ class StripesInFlightTest : public TempStoreTest {
     EXPECT_TRUE(store_->Read(name, 0, 0, sink).ok());
     EXPECT_EQ(sink.bytes, data);
     stripes.push_back(sink.reserved_during_read / kStripe);
-    EXPECT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+    EXPECT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
     std::atomic<bool> done{false};
     uint64_t most = 0;
     std::thread watch([&] {
       while (!done.load()) {
-        most = std::max(most, budget.reserved_bytes());
+        most = std::max(most, budget.Stats().memory.reserved_bytes);
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
     });
@@ -636,8 +637,9 @@ class StripesInFlightTest : public TempStoreTest {
     EXPECT_GT(p->blocks_rebuilt, 0u);
     EXPECT_EQ(*Get(name), data);
     stripes.push_back(most / kStripe);
-    EXPECT_EQ(budget.reserved_bytes(), 0u);
-    EXPECT_TRUE(store_->SetDeviceState(1, DeviceState::kOnline).ok());  // For the next object.
+    EXPECT_EQ(budget.Stats().memory.reserved_bytes, 0u);
+    EXPECT_TRUE(
+        store_->admin().SetDeviceState(1, DeviceState::kOnline).ok());  // For the next object.
     return stripes;
   }
 };
@@ -660,7 +662,7 @@ TEST_F(StripesInFlightTest, AReadAsksForNoMoreStripesThanItReads) {
   OpenWith(7);
   const std::vector<uint8_t> data = RandomBytes(12 * 16384, 10);
   ASSERT_TRUE(Put("o", data).ok());
-  const MemoryBudget& budget = store_->memory_budget();
+  const Store& budget = *store_;
   HoldingSink one(budget, 0);
   ASSERT_TRUE(store_->Read("o", 16384 + 5, 100, one).ok());  // Inside stripe 1.
   EXPECT_EQ(one.bytes, std::vector<uint8_t>(data.begin() + 16389, data.begin() + 16489));
@@ -704,11 +706,11 @@ TEST_F(MemoryLimitTest, AnObjectThatCouldNotBeUpdatedOrRepairedIsNotStored) {
   ASSERT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
   EXPECT_NE(r.status().message().find("--memory-limit"), std::string::npos) << r.status();
   EXPECT_EQ(TotalFree(), before);
-  EXPECT_EQ(store_->memory_budget().refusals(), 1u);
+  EXPECT_EQ(store_->Stats().memory.refusals, 1u);
   // A 5+2 x 4 KiB object (64 KiB to repair) is stored and recovered with parity verified.
   const std::vector<uint8_t> data = RandomBytes(100000, 8);
   ASSERT_TRUE(Put("sturdy", data, 5, 2, 4096).ok());
-  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(0, DeviceState::kFailed).ok());
   RecoverOptions verify;
   verify.verify_parity = true;
   absl::StatusOr<RecoverProgress> p = store_->Recover("sturdy", {}, verify);

@@ -19,7 +19,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -29,9 +29,9 @@
 
 namespace ecd::store {
 
-absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with_blocks,
-                                           bool verify, bool per_stripe,
-                                           const Interrupt& interrupt) {
+absl::StatusOr<ObjectStatus> StoreCore::Health(const ObjectRecord& object, bool with_blocks,
+                                               bool verify, bool per_stripe,
+                                               const Interrupt& interrupt) {
   ObjectStatus status;
   status.object = object;
   const uint32_t m = object.data_blocks;
@@ -92,8 +92,8 @@ absl::StatusOr<ObjectStatus> Store::Health(const ObjectRecord& object, bool with
   return status;
 }
 
-absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_blocks, bool verify,
-                                         const Interrupt& interrupt) {
+absl::StatusOr<ObjectStatus> StoreCore::Stat(absl::string_view name, bool with_blocks, bool verify,
+                                             const Interrupt& interrupt) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false, interrupt);
   if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
@@ -101,7 +101,7 @@ absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_block
   return Health(*object, with_blocks, verify, /*per_stripe=*/true, interrupt);
 }
 
-absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
+absl::StatusOr<std::vector<ObjectStatus>> StoreCore::List() {
   absl::StatusOr<std::vector<ObjectRecord>> objects = catalog_->ListObjects();
   if (!objects.ok()) return objects.status();
   std::vector<ObjectStatus> out;
@@ -125,7 +125,7 @@ absl::StatusOr<std::vector<ObjectStatus>> Store::List() {
   return out;
 }
 
-absl::StatusOr<uint64_t> Store::Delete(absl::string_view name, const Interrupt& interrupt) {
+absl::StatusOr<uint64_t> StoreCore::Delete(absl::string_view name, const Interrupt& interrupt) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/true, interrupt);
   if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> object = catalog_->GetObject(name);
@@ -147,7 +147,10 @@ absl::StatusOr<uint64_t> Store::Delete(absl::string_view name, const Interrupt& 
   std::vector<bool> touched(devices_.size(), false);
   if (absl::Status s = op->Write(touched); !s.ok()) return s;
   if (absl::Status s = FlushDevices(touched); !s.ok()) return s;
-  if (absl::Status s = catalog_->DeleteObject(object->id, op->seq()); !s.ok()) return s;
+  if (absl::Status s = catalog_->DeleteObject(object->id, op->seq()); !s.ok()) {
+    if (IsCommitOutcomeUnknown(s)) op->LeaveUnresolved();  // Its extents stay allocated.
+    return s;
+  }
   op->Commit();
   CountStripes(object->parity_blocks, -static_cast<int64_t>(object->stripe_count));
   uint64_t freed = 0;

@@ -19,7 +19,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -29,9 +29,10 @@
 
 namespace ecd::store {
 
-absl::StatusOr<BlockRecord> Store::AllocateCopy(absl::string_view object, const BlockRecord& old,
-                                                std::map<uint32_t, int>& occupied,
-                                                bool allow_same_device, SpaceUse use) {
+absl::StatusOr<BlockRecord> StoreCore::AllocateCopy(absl::string_view object,
+                                                    const BlockRecord& old,
+                                                    std::map<uint32_t, int>& occupied,
+                                                    bool allow_same_device, SpaceUse use) {
   std::lock_guard lock(mu_);
   --occupied[old.device];  // The block leaves its old extent.
   auto eligible = [&](const Device& d) {
@@ -81,8 +82,8 @@ absl::StatusOr<BlockRecord> Store::AllocateCopy(absl::string_view object, const 
                    "; nothing was changed. Delete objects or add devices and retry"));
 }
 
-absl::Status Store::PlaceStripe(const ObjectRecord& object, uint64_t stripe,
-                                std::vector<BlockRecord>& records) {
+absl::Status StoreCore::PlaceStripe(const ObjectRecord& object, uint64_t stripe,
+                                    std::vector<BlockRecord>& records) {
   const int width = static_cast<int>(object.data_blocks + object.parity_blocks);
   const uint64_t lbas = LbasPerBlock(object.block_size);
   const size_t first = records.size();

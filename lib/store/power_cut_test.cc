@@ -24,6 +24,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -472,7 +473,7 @@ TEST_F(PowerCutStoreTest, EveryAcknowledgedObjectSurvivesKillAndCut) {
     }
     // No extent leaked: the devices' used space is the blocks plus their metadata (the label
     // and the block-record log).
-    auto devices = (*store)->ListDevices();
+    auto devices = (*store)->admin().ListDevices();
     ASSERT_TRUE(devices.ok());
     uint64_t used = 0;
     for (const DeviceStatus& d : *devices) {

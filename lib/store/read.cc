@@ -19,7 +19,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -48,8 +48,8 @@ absl::Status FailSink(ByteSink& sink, absl::Status status) {
 // until it is destroyed: Store::Read makes one on its stack and runs it once.
 class ReadFlow {
  public:
-  ReadFlow(Store& store, absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink,
-           const Interrupt& interrupt)
+  ReadFlow(StoreCore& store, absl::string_view name, uint64_t offset, uint64_t length,
+           ByteSink& sink, const Interrupt& interrupt)
       : store_(store),
         name_(name),
         offset_(offset),
@@ -71,19 +71,19 @@ class ReadFlow {
   // for its whole life, so that ~Store waits for it; the destructor gives the memory and its
   // budget back before it lets ~Store go on.
   struct PinnedStripes {
-    explicit PinnedStripes(Store* store) : store(store) {
+    explicit PinnedStripes(StoreCore* store) : store(store) {
       std::lock_guard lock(store->pinned_mu_);
       ++store->pinned_sets_;
     }
     ~PinnedStripes() {
-      { StripeSet gone = std::move(set); }  // Memory and budget back before ~Store may go on.
+      { StripeSet gone = std::move(set); }  // Memory and budget back before ~StoreCore may go on.
       std::lock_guard lock(store->pinned_mu_);
       if (outlived) --store->outlived_sets_;
       if (--store->pinned_sets_ == 0) store->pinned_gone_.notify_all();
     }
     PinnedStripes(const PinnedStripes&) = delete;
     PinnedStripes& operator=(const PinnedStripes&) = delete;
-    Store* const store;
+    StoreCore* const store;
     StripeSet set;
     std::mutex mu;
     std::condition_variable released;  // Notified each time a pin goes.
@@ -143,7 +143,7 @@ class ReadFlow {
     std::vector<const BlockRecord*> by_index;  // Point into the batch's catalog rows.
     uint64_t lo, hi;                           // The bytes of the stripe's data to serve.
     std::vector<int> need;
-    std::unique_ptr<Store::BlockReads> reads;
+    std::unique_ptr<StoreCore::BlockReads> reads;
   };
 
   // Takes the object's lock (shared), looks it up and sets end_. Errors: the lock's
@@ -177,7 +177,7 @@ class ReadFlow {
   // REQUIRES: ahead_ is not empty.
   absl::Status ServeOldest();
 
-  Store& store_;
+  StoreCore& store_;
   const absl::string_view name_;
   const uint64_t offset_;
   const uint64_t length_;
@@ -319,7 +319,7 @@ void ReadFlow::StartStripe(size_t index, uint64_t stripe, const std::vector<Bloc
   for (int i = static_cast<int>(a.lo / bs_); i <= static_cast<int>((a.hi - 1) / bs_); ++i) {
     a.need.push_back(i);
   }
-  a.reads = store_.StartLoad(object_, a.by_index, a.need, *a.buffer);
+  a.reads = store_.StartLoad({object_, a.stripe, codec_, a.by_index}, a.need, *a.buffer);
   ahead_.push_back(std::move(a));
 }
 
@@ -327,7 +327,7 @@ absl::Status ReadFlow::ServeOldest() {
   Ahead a = std::move(ahead_.front());
   ahead_.pop_front();
   absl::StatusOr<std::vector<int>> wanted = store_.LoadBlocks(
-      object_, a.stripe, codec_, a.by_index, a.need, *a.buffer, "", std::move(a.reads));
+      {object_, a.stripe, codec_, a.by_index}, a.need, *a.buffer, "", std::move(a.reads));
   if (!wanted.ok()) return wanted.status();
   uint32_t reconstructed = static_cast<uint32_t>(wanted->size());
   const std::shared_ptr<const void> pin = std::make_shared<const StripePin>(pinned_, a.index);
@@ -346,14 +346,14 @@ absl::Status ReadFlow::ServeOldest() {
   return absl::OkStatus();
 }
 
-absl::Status Store::Read(absl::string_view name, uint64_t offset, uint64_t length, ByteSink& sink,
-                         const Interrupt& interrupt) {
+absl::Status StoreCore::Read(absl::string_view name, uint64_t offset, uint64_t length,
+                             ByteSink& sink, const Interrupt& interrupt) {
   ReadFlow flow(*this, name, offset, length, sink, interrupt);
   return flow.Run();
 }
 
-absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t index,
-                             ByteSink& sink, const Interrupt& interrupt) {
+absl::Status StoreCore::GetBlock(absl::string_view name, uint64_t stripe, uint32_t index,
+                                 ByteSink& sink, const Interrupt& interrupt) {
   ObjectLocks::Guard guard(*locks_, name, /*exclusive=*/false, interrupt);
   if (!guard.status().ok()) return guard.status();
   absl::StatusOr<ObjectRecord> found = catalog_->GetObject(name);
@@ -380,7 +380,7 @@ absl::Status Store::GetBlock(absl::string_view name, uint64_t stripe, uint32_t i
   sink.SetObject(object);
   if (absl::Status s = sink.Start(object.block_size); !s.ok()) return FailSink(sink, s);
   absl::StatusOr<std::vector<int>> rebuilt =
-      LoadBlocks(object, stripe, *codec, by_index, {static_cast<int>(index)}, buffer, "");
+      LoadBlocks({object, stripe, *codec, by_index}, {static_cast<int>(index)}, buffer, "");
   if (!rebuilt.ok()) return FailSink(sink, rebuilt.status());
   if (absl::Status s = sink.Write(buffer.block(index), static_cast<uint32_t>(rebuilt->size()));
       !s.ok()) {

@@ -19,7 +19,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -29,17 +29,15 @@
 
 namespace ecd::store {
 
-absl::StatusOr<Store::StripeFindings> Store::RebuildStripe(
-    const ObjectRecord& object, uint64_t stripe, const std::shared_ptr<const ec::Codec>& codec,
-    const std::vector<const BlockRecord*>& by_index, const std::vector<int>& need,
-    const std::vector<int>& evict, StripeBuffer& buffer, std::unique_ptr<BlockReads> reads,
-    bool repair, RecoverProgress& p) {
+absl::StatusOr<StoreCore::StripeFindings> StoreCore::RebuildStripe(
+    const StripeRef& at, const std::vector<int>& need, const std::vector<int>& evict,
+    StripeBuffer& buffer, std::unique_ptr<BlockReads> reads, bool repair, RecoverProgress& p) {
+  const auto& [object, stripe, codec, by_index] = at;
   StripeFindings found;
   LoadReport report;
   report.repair = repair;
   absl::StatusOr<std::vector<int>> rebuilt =
-      LoadBlocks(object, stripe, codec, by_index, need, buffer, " Other stripes are still rebuilt.",
-                 std::move(reads), &report);
+      LoadBlocks(at, need, buffer, " Other stripes are still rebuilt.", std::move(reads), &report);
   p.blocks_checked += report.blocks_read;
   p.bytes_checked += report.good_reads * object.block_size;
   p.blocks_corrupt += report.corrupt_reads;
@@ -69,10 +67,12 @@ absl::StatusOr<Store::StripeFindings> Store::RebuildStripe(
   return found;
 }
 
-absl::StatusOr<Store::StripeFindings> Store::CheckStripe(
-    const ObjectRecord& object, uint64_t stripe, const std::shared_ptr<const ec::Codec>& codec,
-    const std::vector<const BlockRecord*>& by_index, StripeBuffer& buffer, BlockReads& reads,
-    const RecoverOptions& options, RecoverProgress& p) {
+absl::StatusOr<StoreCore::StripeFindings> StoreCore::CheckStripe(const StripeRef& at,
+                                                                 StripeBuffer& buffer,
+                                                                 BlockReads& reads,
+                                                                 const RecoverOptions& options,
+                                                                 RecoverProgress& p) {
+  const auto& [object, stripe, codec, by_index] = at;
   StripeFindings found;
   std::vector<int> available;
   const std::vector<BlockRead> results = FinishReads(object, reads);
@@ -99,7 +99,7 @@ absl::StatusOr<Store::StripeFindings> Store::CheckStripe(
   if (found.bad.empty()) return found;
   // Never store a rebuilt block that does not match its checksum. (A block missing from the
   // catalog has no checksum; Recover fails if it would store one.)
-  absl::StatusOr<int> failed = RebuildInBuffer(codec, by_index, buffer, available, found.bad);
+  absl::StatusOr<int> failed = RebuildInBuffer(at, buffer, available, found.bad);
   if (!failed.ok()) return failed.status();
   if (*failed >= 0) {
     Log(LogLevel::kError, "object %s stripe %d block %d rebuilt with a wrong checksum", object.name,
@@ -110,10 +110,10 @@ absl::StatusOr<Store::StripeFindings> Store::CheckStripe(
   return found;
 }
 
-absl::Status Store::VerifyParity(const ObjectRecord& object, uint64_t stripe,
-                                 const std::shared_ptr<const ec::Codec>& codec,
-                                 StripeBuffer& buffer, StripeBuffer& parity, bool repair,
-                                 StripeFindings& found, RecoverProgress& p) {
+absl::Status StoreCore::VerifyParity(const StripeRef& at, StripeBuffer& buffer,
+                                     StripeBuffer& parity, bool repair, StripeFindings& found,
+                                     RecoverProgress& p) {
+  const auto& [object, stripe, codec, by_index] = at;
   const int m = static_cast<int>(object.data_blocks);
   const int k = static_cast<int>(object.parity_blocks);
   // Data blocks that pass their checksum are what the client wrote: they decide.
@@ -149,7 +149,7 @@ absl::Status Store::VerifyParity(const ObjectRecord& object, uint64_t stripe,
 class RecoverFlow {
  public:
   // REQUIRES: store, name, progress and options outlive the flow.
-  RecoverFlow(Store& store, absl::string_view name,
+  RecoverFlow(StoreCore& store, absl::string_view name,
               const std::function<void(const RecoverProgress&)>& progress,
               const RecoverOptions& options)
       : store_(store),
@@ -192,7 +192,7 @@ class RecoverFlow {
   absl::Status WalkStripes();
   // Starts the reads of work_[w] into buffer w % depth_: every block of the stripe, or for a
   // rebuild what LoadBlocks reads first.
-  std::unique_ptr<Store::BlockReads> StartStripe(size_t w);
+  std::unique_ptr<StoreCore::BlockReads> StartStripe(size_t w);
   // Starts reads into every buffer not being read, except the one of the stripe just worked on
   // while its rebuilt blocks are still being written (they overlap the next stripe's work; that
   // buffer is read into once they are done). An error is a failed write (FinishWrites).
@@ -207,7 +207,7 @@ class RecoverFlow {
   // A block that finds no room is skipped (no_space_ says why, returned at the end). An error (a
   // block missing from the catalog, a device gone) is returned abandoned.
   absl::Status Rewrite(size_t w, uint64_t stripe, const std::vector<const BlockRecord*>& by_index,
-                       StripeBuffer& buffer, const Store::StripeFindings& found);
+                       StripeBuffer& buffer, const StoreCore::StripeFindings& found);
   // The error Recover ends with when a rebuilt block of `stripe` finds no room: `placed` itself
   // when a file system is full or no device is outside the stripe, else ResourceExhausted.
   absl::Status NoSpace(const absl::Status& placed, uint64_t stripe) const;
@@ -218,7 +218,7 @@ class RecoverFlow {
   // Waits for the writes on `io` (null: none) and lets it go. A failed write loses nothing:
   // Unavailable (not the device's DataLoss) says that nothing of the batch was committed; a
   // full file system is returned as it is.
-  absl::Status FinishWrites(std::unique_ptr<Store::BlockIo>& io);
+  absl::Status FinishWrites(std::unique_ptr<StoreCore::BlockIo>& io);
   // Ends a failed batch: waits for its writes and reads, and discards the new blocks' extents.
   // Returns `s`. Call once per failed batch, with the object's lock held.
   absl::Status Abandon(absl::Status s);
@@ -232,7 +232,7 @@ class RecoverFlow {
   absl::StatusOr<RecoverProgress> Outcome() const;
 
   // The call.
-  Store& store_;
+  StoreCore& store_;
   const absl::string_view name_;
   const std::function<void(const RecoverProgress&)>& progress_;
   const RecoverOptions& options_;
@@ -270,8 +270,9 @@ class RecoverFlow {
   std::vector<bool> touched_;
   // By buffer: the writes of the rebuilt blocks of the stripe last worked on in it, waited for
   // before the buffer is read into again and before the batch commits.
-  std::vector<std::unique_ptr<Store::BlockIo>> writes_;
-  std::deque<std::unique_ptr<Store::BlockReads>> ahead_;  // work_[w ...]: waited for if abandoned
+  std::vector<std::unique_ptr<StoreCore::BlockIo>> writes_;
+  std::deque<std::unique_ptr<StoreCore::BlockReads>>
+      ahead_;  // work_[w ...]: waited for if abandoned
   size_t started_ = 0;
 };
 
@@ -410,12 +411,13 @@ absl::Status RecoverFlow::WalkStripes() {
   return absl::OkStatus();
 }
 
-std::unique_ptr<Store::BlockReads> RecoverFlow::StartStripe(size_t w) {
+std::unique_ptr<StoreCore::BlockReads> RecoverFlow::StartStripe(size_t w) {
   const uint64_t n = work_[w];
   if (!check_all_) {
-    return store_.StartLoad(object_, stripes_[n], needs_[n], *stripe_buffers_[w % depth_]);
+    return store_.StartLoad({object_, batch_ + n, codec_, stripes_[n]}, needs_[n],
+                            *stripe_buffers_[w % depth_]);
   }
-  auto reads = std::make_unique<Store::BlockReads>();
+  auto reads = std::make_unique<StoreCore::BlockReads>();
   for (int i = 0; i < width_; ++i) reads->indices.push_back(i);
   reads->blocks = stripes_[n];
   reads->outs = stripe_buffers_[w % depth_]->views;
@@ -425,7 +427,7 @@ std::unique_ptr<Store::BlockReads> RecoverFlow::StartStripe(size_t w) {
 
 absl::Status RecoverFlow::ReadAhead() {
   while (started_ < work_.size() && ahead_.size() < depth_) {
-    std::unique_ptr<Store::BlockIo>& io = writes_[started_ % depth_];
+    std::unique_ptr<StoreCore::BlockIo>& io = writes_[started_ % depth_];
     if (io != nullptr && ahead_.size() + 1 == depth_) break;
     if (absl::Status s = FinishWrites(io); !s.ok()) return s;
     ahead_.push_back(StartStripe(started_++));
@@ -438,18 +440,17 @@ absl::Status RecoverFlow::WorkOn(size_t w) {
   const uint64_t stripe = batch_ + n;
   const std::vector<const BlockRecord*>& by_index = stripes_[n];
   StripeBuffer* const buffer = stripe_buffers_[w % depth_];
-  std::unique_ptr<Store::BlockReads> reads = std::move(ahead_.front());
+  std::unique_ptr<StoreCore::BlockReads> reads = std::move(ahead_.front());
   ahead_.pop_front();
-  absl::StatusOr<Store::StripeFindings> found =
-      check_all_
-          ? store_.CheckStripe(object_, stripe, codec_, by_index, *buffer, *reads, options_, p_)
-          : store_.RebuildStripe(object_, stripe, codec_, by_index, needs_[n], evicts_[n], *buffer,
-                                 std::move(reads), options_.repair, p_);
+  const StripeRef at{object_, stripe, codec_, by_index};
+  absl::StatusOr<StoreCore::StripeFindings> found =
+      check_all_ ? store_.CheckStripe(at, *buffer, *reads, options_, p_)
+                 : store_.RebuildStripe(at, needs_[n], evicts_[n], *buffer, std::move(reads),
+                                        options_.repair, p_);
   if (!found.ok()) return Abandon(found.status());
   if (found->lost) return absl::OkStatus();
   if (options_.verify_parity) {
-    if (absl::Status s = store_.VerifyParity(object_, stripe, codec_, *buffer, *parity_,
-                                             options_.repair, *found, p_);
+    if (absl::Status s = store_.VerifyParity(at, *buffer, *parity_, options_.repair, *found, p_);
         !s.ok()) {
       return Abandon(s);
     }
@@ -460,7 +461,7 @@ absl::Status RecoverFlow::WorkOn(size_t w) {
 
 absl::Status RecoverFlow::Rewrite(size_t w, uint64_t stripe,
                                   const std::vector<const BlockRecord*>& by_index,
-                                  StripeBuffer& buffer, const Store::StripeFindings& found) {
+                                  StripeBuffer& buffer, const StoreCore::StripeFindings& found) {
   // Rebuilt, evicted and recomputed blocks all get new homes.
   const std::vector<int>& evicted = found.evicted;
   const std::vector<int>& mismatch = found.mismatch;
@@ -474,7 +475,8 @@ absl::Status RecoverFlow::Rewrite(size_t w, uint64_t stripe,
   for (const BlockRecord* b : by_index) {
     if (b != nullptr) ++occupied[b->device];
   }
-  std::unique_ptr<Store::BlockIo>& io = writes_[w % depth_] = std::make_unique<Store::BlockIo>();
+  std::unique_ptr<StoreCore::BlockIo>& io = writes_[w % depth_] =
+      std::make_unique<StoreCore::BlockIo>();
   io->Reset(moves.size());
   const ec::BlockMask forced_moves = MaskOf(evicted);
   const ec::BlockMask recomputed_parity = MaskOf(mismatch);
@@ -520,7 +522,7 @@ absl::Status RecoverFlow::NoSpace(const absl::Status& placed, uint64_t stripe) c
 }
 
 absl::Status RecoverFlow::CommitBatch() {
-  for (std::unique_ptr<Store::BlockIo>& io : writes_) {
+  for (std::unique_ptr<StoreCore::BlockIo>& io : writes_) {
     if (absl::Status s = FinishWrites(io); !s.ok()) return Abandon(s);
   }
   std::unique_ptr<RecordKeeper::Op> op = store_.records_->NewOp();
@@ -533,7 +535,10 @@ absl::Status RecoverFlow::CommitBatch() {
   if (!replaced_.empty()) {
     if (absl::Status s = store_.catalog_->ReplaceBlocks(object_.id, replaced_, op->seq());
         !s.ok()) {
-      return Abandon(s);
+      if (!IsCommitOutcomeUnknown(s)) return Abandon(s);
+      op->LeaveUnresolved();  // Old or new extents may be live: both stay allocated.
+      ahead_.clear();
+      return s;
     }
     op->Commit();
     for (const BlockRecord& b : superseded_) {
@@ -546,7 +551,7 @@ absl::Status RecoverFlow::CommitBatch() {
   return absl::OkStatus();
 }
 
-absl::Status RecoverFlow::FinishWrites(std::unique_ptr<Store::BlockIo>& io) {
+absl::Status RecoverFlow::FinishWrites(std::unique_ptr<StoreCore::BlockIo>& io) {
   if (io == nullptr) return absl::OkStatus();
   absl::Status s = io->Finish();
   io.reset();
@@ -558,7 +563,7 @@ absl::Status RecoverFlow::FinishWrites(std::unique_ptr<Store::BlockIo>& io) {
 }
 
 absl::Status RecoverFlow::Abandon(absl::Status s) {
-  for (std::unique_ptr<Store::BlockIo>& io : writes_) (void)FinishWrites(io);
+  for (std::unique_ptr<StoreCore::BlockIo>& io : writes_) (void)FinishWrites(io);
   store_.DiscardExtents(replaced_);
   ahead_.clear();  // Waits for the reads still in flight into the batch's buffers.
   return s;
@@ -593,7 +598,7 @@ absl::StatusOr<RecoverProgress> RecoverFlow::Outcome() const {
   return p_;
 }
 
-absl::StatusOr<RecoverProgress> Store::Recover(
+absl::StatusOr<RecoverProgress> StoreCore::Recover(
     absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
     const RecoverOptions& options) {
   RecoverFlow flow(*this, name, progress, options);

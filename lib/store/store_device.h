@@ -1,4 +1,4 @@
-// Store::Device: one device slot of the store as Store's flows see it (its record, namespace,
+// StoreCore::Device: one device slot of the store as Store's flows see it (its record, namespace,
 // extent allocator and health counters). Private to the Store's own source files.
 #ifndef ECD_LIB_STORE_STORE_DEVICE_H_
 #define ECD_LIB_STORE_STORE_DEVICE_H_
@@ -13,12 +13,12 @@
 #include "lib/catalog/catalog.h"
 #include "lib/devices/extent_allocator.h"
 #include "lib/devices/namespace.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 
 namespace ecd::store {
 
 // Fields are guarded by Store::mu_, except the atomics.
-struct Store::Device {
+struct StoreCore::Device {
   DeviceRecord record;
   // Null when it could not be opened. Shared so that I/O in flight keeps a handle alive while
   // `device online` reopens a replaced device.

@@ -11,7 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "lib/records/device_label.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"
 
@@ -32,9 +32,9 @@ struct Unusable {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord& r, bool create,
-                                                             std::optional<uint64_t> label_lba,
-                                                             DeviceLabel* label_out) {
+absl::StatusOr<std::unique_ptr<Namespace>> StoreCore::OpenDevice(const DeviceRecord& r, bool create,
+                                                                 std::optional<uint64_t> label_lba,
+                                                                 DeviceLabel* label_out) {
   const std::string path = DevicePath(options_.data_dir, r.path);
   absl::StatusOr<std::unique_ptr<Namespace>> ns =
       options_.namespace_factory(path, r.size_bytes, r.lba_size, create);
@@ -80,8 +80,8 @@ absl::StatusOr<std::unique_ptr<Namespace>> Store::OpenDevice(const DeviceRecord&
   return ns;
 }
 
-absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
-                                const std::set<uint32_t>& new_ids) {
+absl::Status StoreCore::OpenDevices(std::vector<DeviceRecord>& records,
+                                    const std::set<uint32_t>& new_ids) {
   std::vector<std::unique_ptr<Namespace>> opened(records.size());
   std::vector<std::optional<uint64_t>> label_lbas(records.size());
   std::vector<DeviceLabel> labels(records.size());
@@ -162,7 +162,7 @@ absl::Status Store::OpenDevices(std::vector<DeviceRecord>& records,
   return absl::OkStatus();
 }
 
-absl::Status Store::WriteLabel(uint32_t id, uint64_t lba, const RecordLogPlace& log) {
+absl::Status StoreCore::WriteLabel(uint32_t id, uint64_t lba, const RecordLogPlace& log) {
   std::shared_ptr<Namespace> ns;
   DeviceRecord r;
   {
@@ -184,7 +184,7 @@ absl::Status Store::WriteLabel(uint32_t id, uint64_t lba, const RecordLogPlace& 
   return catalog_->SetMeta(LabelKey(id), absl::StrCat(lba));
 }
 
-absl::Status Store::LabelDevices() {
+absl::Status StoreCore::LabelDevices() {
   for (auto& d : devices_) {
     {
       std::lock_guard lock(mu_);
@@ -195,7 +195,7 @@ absl::Status Store::LabelDevices() {
   return absl::OkStatus();
 }
 
-absl::Status Store::LabelDevice(Device& d) {
+absl::Status StoreCore::LabelDevice(Device& d) {
   std::optional<uint64_t> lba;
   {
     std::lock_guard lock(mu_);
@@ -220,7 +220,7 @@ absl::Status Store::LabelDevice(Device& d) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<DeviceStatus> Store::MarkDeviceDown(uint32_t id, const std::string& reason) {
+absl::StatusOr<DeviceStatus> StoreCore::MarkDeviceDown(uint32_t id, const std::string& reason) {
   if (id >= devices_.size()) return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
   {
     std::lock_guard transition(state_mu_);
@@ -246,7 +246,7 @@ absl::StatusOr<DeviceStatus> Store::MarkDeviceDown(uint32_t id, const std::strin
   return (*all)[id];
 }
 
-absl::StatusOr<DeviceStatus> Store::ReplaceDevice(uint32_t id) {
+absl::StatusOr<DeviceStatus> StoreCore::ReplaceDevice(uint32_t id) {
   if (id >= devices_.size()) {
     return absl::NotFoundError(absl::StrCat("device ", id, " not found; devices are 0..",
                                             devices_.size() - 1, " (`ecctl device ls`)"));
@@ -307,7 +307,7 @@ absl::StatusOr<DeviceStatus> Store::ReplaceDevice(uint32_t id) {
   return (*all)[id];
 }
 
-Namespace::Done Store::TrackWrite(uint32_t device, Namespace::Done done) {
+Namespace::Done StoreCore::TrackWrite(uint32_t device, Namespace::Done done) {
   return [this, device, done = std::move(done)](absl::Status s) mutable {
     Device& d = *devices_[device];
     if (s.ok()) {
@@ -322,7 +322,7 @@ Namespace::Done Store::TrackWrite(uint32_t device, Namespace::Done done) {
   };
 }
 
-std::vector<uint32_t> Store::DownDevicesWithFailingWrites() {
+std::vector<uint32_t> StoreCore::DownDevicesWithFailingWrites() {
   std::vector<uint32_t> out;
   if (options_.write_errors_to_down == 0) return out;
   for (auto& d : devices_) {
@@ -336,20 +336,20 @@ std::vector<uint32_t> Store::DownDevicesWithFailingWrites() {
   return out;
 }
 
-std::vector<DeviceRecord> Store::DeviceRecords() {
+std::vector<DeviceRecord> StoreCore::DeviceRecords() {
   std::lock_guard lock(mu_);
   std::vector<DeviceRecord> out;
   for (const auto& d : devices_) out.push_back(d->record);
   return out;
 }
 
-void Store::SetRepairListener(std::function<void()> fn) {
+void StoreCore::SetRepairListener(std::function<void()> fn) {
   std::unique_lock lock(mu_);
   repair_listener_ = std::move(fn);
   listener_idle_.wait(lock, [this] { return listener_calls_ == 0; });
 }
 
-void Store::NotifyRepair() {
+void StoreCore::NotifyRepair() {
   std::function<void()> listener;
   {
     std::lock_guard lock(mu_);
@@ -362,19 +362,19 @@ void Store::NotifyRepair() {
   if (--listener_calls_ == 0) listener_idle_.notify_all();
 }
 
-std::map<uint32_t, uint64_t> Store::StripesByParity() const {
+std::map<uint32_t, uint64_t> StoreCore::StripesByParity() const {
   std::lock_guard lock(census_mu_);
   return stripes_by_parity_;
 }
 
-void Store::CountStripes(uint32_t parity, int64_t delta) {
+void StoreCore::CountStripes(uint32_t parity, int64_t delta) {
   std::lock_guard lock(census_mu_);
   uint64_t& n = stripes_by_parity_[parity];
   n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta);
   if (n == 0) stripes_by_parity_.erase(parity);
 }
 
-absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
+absl::StatusOr<std::vector<DeviceStatus>> StoreCore::ListDevices() {
   absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> counts =
       catalog_->BlockCountsByDevice();
   if (!counts.ok()) return counts.status();
@@ -396,8 +396,8 @@ absl::StatusOr<std::vector<DeviceStatus>> Store::ListDevices() {
   return out;
 }
 
-absl::StatusOr<DeviceStatus> Store::SetDeviceState(uint32_t id, DeviceState state,
-                                                   std::optional<DeviceState> only_from) {
+absl::StatusOr<DeviceStatus> StoreCore::SetDeviceState(uint32_t id, DeviceState state,
+                                                       std::optional<DeviceState> only_from) {
   if (id >= devices_.size()) {
     return absl::NotFoundError(absl::StrCat("device ", id, " not found; devices are 0..",
                                             devices_.size() - 1, " (`ecctl device ls`)"));

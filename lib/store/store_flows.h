@@ -5,11 +5,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "lib/catalog/catalog.h"
+#include "lib/ec/codec.h"
 #include "lib/ec/matrix.h"
 #include "lib/nvme/host_memory.h"
 #include "lib/store/object_name.h"
@@ -57,6 +59,17 @@ inline ec::BlockMask MaskOf(const std::vector<int>& indices) {
   for (int i : indices) mask.set(static_cast<size_t>(i));
   return mask;
 }
+
+// One stripe of an object as the stripe helpers take it (StoreCore::LoadBlocks, RebuildStripe,
+// CheckStripe, VerifyParity): the object, the stripe's number, the codec of the object's shape
+// and the stripe's block rows by index (null where the catalog has none). A view: what it refers
+// to must outlive it.
+struct StripeRef {
+  const ObjectRecord& object;
+  uint64_t stripe;
+  const std::shared_ptr<const ec::Codec>& codec;
+  const std::vector<const BlockRecord*>& by_index;
+};
 
 // The blocks of `stripe` by index (null where the catalog has none), taken from rows ordered
 // by stripe and index starting at `row`, which is advanced past them.

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/records/record_keeper.h"
 #include "lib/records/record_log.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"
 
@@ -41,7 +41,7 @@ std::string RebuildAdvice(const std::string& data_dir) {
 
 }  // namespace
 
-absl::Status Store::OpenCatalog() {
+absl::Status StoreCore::OpenCatalog() {
   const std::string path = (std::filesystem::path(options_.data_dir) / "catalog.db").string();
   const int namespaces = CountNamespaces(options_.data_dir);
   std::error_code ec;
@@ -59,7 +59,7 @@ absl::Status Store::OpenCatalog() {
                                                       catalog.status().message(),
                                                       "): ", RebuildAdvice(options_.data_dir)));
   }
-  catalog_ = std::move(*catalog);
+  catalog_ = std::make_unique<FencedCatalog>(std::move(*catalog));
   absl::StatusOr<std::optional<std::string>> store_id = catalog_->GetMeta("store_id");
   if (!store_id.ok()) return store_id.status();
   if (!store_id->has_value() && namespaces > 0) {
@@ -70,13 +70,13 @@ absl::Status Store::OpenCatalog() {
   return absl::OkStatus();
 }
 
-absl::Status Store::RefuseDamagedCatalog(const absl::Status& damage) const {
+absl::Status StoreCore::RefuseDamagedCatalog(const absl::Status& damage) const {
   return absl::FailedPreconditionError(absl::StrCat(
       "the catalog ", (std::filesystem::path(options_.data_dir) / "catalog.db").string(),
       " is damaged (", damage.message(), "): ", RebuildAdvice(options_.data_dir)));
 }
 
-absl::Status Store::OpenRecordLogs() {
+absl::Status StoreCore::OpenRecordLogs() {
   absl::StatusOr<uint64_t> catalog_seq = catalog_->CommitSeq();
   if (!catalog_seq.ok()) return catalog_seq.status();
   absl::StatusOr<std::optional<std::string>> resnapshot = catalog_->GetMeta(kResnapshotKey);
@@ -141,7 +141,7 @@ absl::Status Store::OpenRecordLogs() {
   return absl::OkStatus();
 }
 
-RecordLogPlace Store::AllocateRecordLog(Device& d) {
+RecordLogPlace StoreCore::AllocateRecordLog(Device& d) {
   const uint32_t lba_size = d.record.lba_size;
   const size_t page_bytes = RecordPageBytes(lba_size, options_.max_name_length);
   const uint64_t lbas = RecordLogLbas(d.record.size_bytes / lba_size, lba_size, page_bytes);
@@ -158,7 +158,7 @@ RecordLogPlace Store::AllocateRecordLog(Device& d) {
   return {first, lbas, static_cast<uint32_t>(page_bytes)};
 }
 
-void Store::ReserveRecordLog(uint32_t id, Namespace& ns, const RecordLogPlace& place) {
+void StoreCore::ReserveRecordLog(uint32_t id, Namespace& ns, const RecordLogPlace& place) {
   // Whole pages only: a file-system block shared with a neighbouring extent is left alone.
   const uint64_t per_page = std::max<uint64_t>(1, place.page_bytes / ns.lba_size());
   const uint64_t first = (place.first_lba + per_page - 1) / per_page * per_page;
@@ -172,7 +172,7 @@ void Store::ReserveRecordLog(uint32_t id, Namespace& ns, const RecordLogPlace& p
   }
 }
 
-absl::Status Store::CreateRecordLog(Device& d) {
+absl::Status StoreCore::CreateRecordLog(Device& d) {
   const uint32_t id = d.record.id;
   RecordLogPlace place;
   std::shared_ptr<Namespace> ns;
@@ -216,7 +216,7 @@ absl::Status Store::CreateRecordLog(Device& d) {
   return absl::OkStatus();
 }
 
-absl::Status Store::ReopenRecordLog(Device& d, const RecordLogPlace& labelled) {
+absl::Status StoreCore::ReopenRecordLog(Device& d, const RecordLogPlace& labelled) {
   const uint32_t id = d.record.id;
   std::shared_ptr<Namespace> ns;
   {
@@ -246,7 +246,7 @@ absl::Status Store::ReopenRecordLog(Device& d, const RecordLogPlace& labelled) {
   return CreateRecordLog(d);
 }
 
-absl::Status Store::PrepareRecordLogs() {
+absl::Status StoreCore::PrepareRecordLogs() {
   for (auto& d : devices_) {
     bool usable;
     {
@@ -265,7 +265,7 @@ absl::Status Store::PrepareRecordLogs() {
   return catalog_->DeleteMeta(kResnapshotKey);
 }
 
-absl::Status Store::PrepareRecordLog(Device& d) {
+absl::Status StoreCore::PrepareRecordLog(Device& d) {
   const uint32_t id = d.record.id;
   std::shared_ptr<RecordLog> log = records_->log(id);
   if (log == nullptr) {

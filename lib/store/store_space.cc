@@ -2,14 +2,14 @@
 // are sparse; a free extent that still holds bytes takes real space for nothing).
 #include <vector>
 
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"
 #include "lib/util/size.h"
 
 namespace ecd::store {
 
-void Store::ReclaimFreeSpace() {
+void StoreCore::ReclaimFreeSpace() {
   for (auto& d : devices_) {
     std::shared_ptr<Namespace> ns;
     {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -51,10 +52,10 @@ TEST_F(StoreTest, RoundTripsEverySizeAndRange) {
 }
 
 TEST_F(StoreTest, EveryBlockMovesAsNvmeCommandsInPlace) {
-  auto before = *store_->ListDevices();
+  auto before = *store_->admin().ListDevices();
   const auto data = RandomBytes(10 * 16384, 9);  // 10 stripes of 4 + 2 blocks of 4 KiB
   ASSERT_TRUE(Put("nvme", data).ok());
-  auto after = *store_->ListDevices();
+  auto after = *store_->admin().ListDevices();
   EXPECT_GE(CounterSum(after, "nvme_write_commands") - CounterSum(before, "nvme_write_commands"),
             60u);
   EXPECT_GE(CounterSum(after, "nvme_bytes_written") - CounterSum(before, "nvme_bytes_written"),
@@ -63,7 +64,7 @@ TEST_F(StoreTest, EveryBlockMovesAsNvmeCommandsInPlace) {
   auto back = Get("nvme");
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, data);
-  auto read = *store_->ListDevices();
+  auto read = *store_->admin().ListDevices();
   EXPECT_GE(CounterSum(read, "nvme_bytes_read") - CounterSum(after, "nvme_bytes_read"), 40u * 4096);
   EXPECT_EQ(CounterSum(read, "nvme_in_flight"), 0u);
   // Every block moved in place, none through the devices' pools.
@@ -74,7 +75,7 @@ TEST_F(StoreTest, EveryBlockMovesAsNvmeCommandsInPlace) {
   EXPECT_LE(CounterSum(read, "nvme_staged_commands") - CounterSum(before, "nvme_staged_commands"),
             8u);
   // The stripe buffers are runs of the DMA arena, which every device registered as fixed buffers.
-  EXPECT_EQ(store_->arena_stats().bytes, 32u << 20);
+  EXPECT_EQ(store_->Stats().arena.bytes, 32u << 20);
   EXPECT_GE(CounterSum(read, "nvme_io_uring_fixed_ops"), 100u);
   EXPECT_EQ(CounterSum(read, "nvme_io_uring_plain_ops"), 0u);
   for (const auto& d : read) {
@@ -88,7 +89,9 @@ TEST_F(StoreTest, EveryBlockMovesAsNvmeCommandsInPlace) {
 TEST_F(StoreTest, FlushBytesFlushesEncodesAndUpdatesAsTheyGo) {
   // 4 + 2 blocks of 4 KiB: 24 KiB written per stripe, 12 stripes.
   const auto data = RandomBytes(12 * 16384, 21);
-  const auto flushes = [&] { return CounterSum(*store_->ListDevices(), "nvme_flush_commands"); };
+  const auto flushes = [&] {
+    return CounterSum(*store_->admin().ListDevices(), "nvme_flush_commands");
+  };
   uint64_t before = flushes();
   ASSERT_TRUE(Put("once", data).ok());
   const uint64_t once = flushes() - before;
@@ -145,8 +148,8 @@ TEST_F(StoreTest, BlocksOfAStripeAreOnDistinctDevicesAndSpread) {
 TEST_F(StoreTest, DegradedReadsAndDataLoss) {
   const auto data = RandomBytes(10 * 16384 + 77, 4);
   ASSERT_TRUE(Put("d", data).ok());
-  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
-  ASSERT_TRUE(store_->SetDeviceState(5, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(0, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(5, DeviceState::kFailed).ok());
   uint32_t reconstructed = 0;
   auto back = Get("d", 0, 0, &reconstructed);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -157,7 +160,7 @@ TEST_F(StoreTest, DegradedReadsAndDataLoss) {
   EXPECT_GT(st->degraded_stripes, 0u);
   EXPECT_EQ(st->lost_stripes, 0u);
 
-  ASSERT_TRUE(store_->SetDeviceState(2, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(2, DeviceState::kFailed).ok());
   VectorSink sink;
   absl::Status s = store_->Read("d", 0, 0, sink);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
@@ -254,7 +257,7 @@ TEST_F(StoreTest, RecoverNeverPutsTwoBlocksOfAStripeOnOneDevice) {
       if (b.record.device == 2) Clobber(b.record, 0x12);
     }
   }
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
   auto p = store_->Recover("p", nullptr);
   ASSERT_TRUE(p.ok()) << p.status();
   auto after = store_->Stat("p", true, true);
@@ -279,14 +282,15 @@ TEST_F(StoreTest, RefusesADifferentLbaSizeForExistingDevices) {
 TEST_F(StoreTest, AReplacedDeviceIsReopenedAndRefilled) {
   const auto data = RandomBytes(10 * 16384, 15);
   ASSERT_TRUE(Put("r", data).ok());
-  ASSERT_TRUE(store_->SetDeviceState(3, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(3, DeviceState::kFailed).ok());
   std::filesystem::remove(dir_ / "devices" / "nvme3.ns");  // The operator swaps the disk.
   // A blank namespace is never taken for the old one...
-  EXPECT_TRUE(absl::IsFailedPrecondition(store_->SetDeviceState(3, DeviceState::kOnline).status()));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(store_->admin().SetDeviceState(3, DeviceState::kOnline).status()));
   // ...but replaces it when the operator says so.
-  ASSERT_TRUE(store_->ReplaceDevice(3).ok());
+  ASSERT_TRUE(store_->admin().ReplaceDevice(3).ok());
   ASSERT_TRUE(std::filesystem::exists(dir_ / "devices" / "nvme3.ns"));
-  EXPECT_TRUE(absl::IsFailedPrecondition(store_->ReplaceDevice(3).status()));  // online now
+  EXPECT_TRUE(absl::IsFailedPrecondition(store_->admin().ReplaceDevice(3).status()));  // online now
   auto back = Get("r");  // Device 3's blocks are blank now: marked corrupt, rebuilt to serve.
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, data);
@@ -305,8 +309,8 @@ TEST_F(StoreTest, AReplacedDeviceIsReopenedAndRefilled) {
 TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
   const auto data = RandomBytes(20 * 16384, 6);
   ASSERT_TRUE(Put("f", data).ok());
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
-  ASSERT_TRUE(store_->SetDeviceState(4, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(4, DeviceState::kFailed).ok());
   auto p = store_->Recover("f", nullptr);
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->blocks_rebuilt, 30u);  // 120 blocks, 2 of 8 devices: 15 each.
@@ -322,7 +326,7 @@ TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
     }
     EXPECT_EQ(devices.size(), 6u);
   }
-  auto devices = store_->ListDevices();
+  auto devices = store_->admin().ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[1].blocks, 0u);
   EXPECT_EQ((*devices)[1].used_bytes, (*devices)[1].metadata_bytes);  // its label and record log
@@ -335,7 +339,7 @@ TEST_F(StoreTest, RecoverMovesBlocksOffFailedDevices) {
 // Bytes each device has read so far (nvme_bytes_read; 0 for a failed device).
 std::map<uint32_t, uint64_t> BytesRead(Store& store) {
   std::map<uint32_t, uint64_t> out;
-  auto devices = store.ListDevices();
+  auto devices = store.admin().ListDevices();
   EXPECT_TRUE(devices.ok());
   for (const DeviceStatus& d : *devices) {
     for (const auto& [name, value] : d.counters) {
@@ -364,7 +368,7 @@ TEST_F(StoreTest, MissingOnlyRecoverReadsMBlocksDataFirst) {
   ASSERT_TRUE(Put("m", data).ok());
   auto st = store_->Stat("m", true, false);
   ASSERT_TRUE(st.ok());
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
   std::map<uint32_t, uint64_t> expected;  // Bytes each device should read.
   uint64_t lost = 0, affected = 0, parity_reads = 0;
   for (const auto& s : st->stripes) {
@@ -430,7 +434,7 @@ TEST_F(StoreTest, MissingOnlyRecoverRebuildsWhatItFindsBad) {
   const BlockRecord read_first = blocks[0].record.device == 1 ? blocks[1].record : blocks[0].record;
   Clobber(read_first, 0x3C);
   Clobber(st->stripes[untouched].blocks[2].record, 0x4D);
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
   auto p = store_->Recover("b", nullptr, MissingOnly());
   ASSERT_TRUE(p.ok()) << p.status();
   const uint64_t lost = std::count_if(st->stripes.begin(), st->stripes.end(),
@@ -466,7 +470,7 @@ TEST_F(StoreTest, MissingOnlyRecoverTriesFlaggedBlocksLastAndCountsEachOnce) {
   auto back = Get("f");  // Decodes from the other four; flags blocks 0 and 1 corrupt.
   ASSERT_TRUE(back.ok()) << back.status();
   Restore(blocks[1].record, saved);  // Block 1's fault was transient.
-  ASSERT_TRUE(store_->SetDeviceState(blocks[2].record.device, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(blocks[2].record.device, DeviceState::kFailed).ok());
   // Needed: 0 and 1 (flagged), 2 (failed device). Read: 3, 4, 5 (3 good of 4 needed), then the
   // flagged ones as a last resort: 0 fails again, 1 reads good and is trusted again.
   auto p = store_->Recover("f", nullptr, MissingOnly());
@@ -506,7 +510,8 @@ TEST_F(StoreTest, MissingOnlyRecoverCountsLostStripesAndRebuildsTheRest) {
   auto st = store_->Stat("l", true, false);
   ASSERT_TRUE(st.ok());
   auto on_failed = [](const BlockRecord& b) { return b.device >= 1 && b.device <= 3; };
-  for (uint32_t d : {1u, 2u, 3u}) ASSERT_TRUE(store_->SetDeviceState(d, DeviceState::kFailed).ok());
+  for (uint32_t d : {1u, 2u, 3u})
+    ASSERT_TRUE(store_->admin().SetDeviceState(d, DeviceState::kFailed).ok());
   uint64_t lost_stripes = 0, rebuildable = 0;
   std::set<uint64_t> lost;
   for (const auto& s : st->stripes) {
@@ -534,7 +539,8 @@ TEST_F(StoreTest, MissingOnlyRecoverCountsLostStripesAndRebuildsTheRest) {
     for (const auto& b : s.blocks) gone += on_failed(b.record);
     EXPECT_EQ(gone > 0, lost.count(s.index) > 0) << "stripe " << s.index;
   }
-  for (uint32_t d : {1u, 2u, 3u}) ASSERT_TRUE(store_->SetDeviceState(d, DeviceState::kOnline).ok());
+  for (uint32_t d : {1u, 2u, 3u})
+    ASSERT_TRUE(store_->admin().SetDeviceState(d, DeviceState::kOnline).ok());
   auto back = Get("l");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, data);
@@ -545,11 +551,11 @@ TEST_F(StoreTest, RestartKeepsObjectsAndFreeSpace) {
   const auto b = RandomBytes(3 * 16384, 8);
   ASSERT_TRUE(Put("a", a).ok());
   ASSERT_TRUE(Put("b", b, 6, 2, 8192, ec::MatrixType::kVandermonde).ok());
-  ASSERT_TRUE(store_->SetDeviceState(7, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(7, DeviceState::kFailed).ok());
   const uint64_t free_before = TotalFree();
   Open();
   EXPECT_EQ(TotalFree(), free_before);
-  auto devices = store_->ListDevices();
+  auto devices = store_->admin().ListDevices();
   ASSERT_TRUE(devices.ok());
   EXPECT_EQ((*devices)[7].record.state, DeviceState::kFailed);
   auto back = Get("a");
@@ -617,7 +623,7 @@ TEST_F(StoreTest, ABlockRowWithTheWrongLbaCountIsNotRead) {
     ASSERT_TRUE((*catalog)->ReplaceBlocks(st.object.id, {&wrong, 1}).ok());
   }
   Open();
-  const uint64_t read_before = CounterSum(*store_->ListDevices(), "nvme_bytes_read");
+  const uint64_t read_before = CounterSum(*store_->admin().ListDevices(), "nvme_bytes_read");
   uint32_t reconstructed = 0;
   auto back = Get("odd", 0, 0, &reconstructed);
   ASSERT_TRUE(back.ok()) << back.status();
@@ -625,7 +631,8 @@ TEST_F(StoreTest, ABlockRowWithTheWrongLbaCountIsNotRead) {
   EXPECT_EQ(reconstructed, 1u);
   // Four blocks of each stripe and nothing else: stripe 1's three good data blocks and one
   // parity block to rebuild the fourth; not the two LBAs the bad row names.
-  EXPECT_EQ(CounterSum(*store_->ListDevices(), "nvme_bytes_read") - read_before, 12u * 4096);
+  EXPECT_EQ(CounterSum(*store_->admin().ListDevices(), "nvme_bytes_read") - read_before,
+            12u * 4096);
 }
 
 // Every call that takes a name refuses one no object can have, with the rule it breaks, and
@@ -780,7 +787,7 @@ TEST_F(StoreTest, LockWaitsEndAtTheDeadlineOrWhenTheCallerGoesAway) {
   absl::StatusOr<UpdateResult> updated;
   std::thread update([&] { updated = store_->Update("obj", 10, source, /*append=*/false); });
   source.WaitUntilWaiting();
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 2 * 6 * 4096u);  // Its two stripes.
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 2 * 6 * 4096u);  // Its two stripes.
 
   const absl::Time start = absl::Now();
   absl::StatusOr<ObjectStatus> stat =
@@ -813,7 +820,7 @@ TEST_F(StoreTest, LockWaitsEndAtTheDeadlineOrWhenTheCallerGoesAway) {
   ASSERT_TRUE(updated.ok()) << updated.status();
   std::copy(patch.begin(), patch.end(), data.begin() + 10);
   EXPECT_EQ(*Get("obj"), data);  // The delete that gave up deleted nothing.
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 0u);
 }
 
 TEST_F(StoreTest, AnUpdateWhoseSourceHasNothingYetHoldsNoLockAndNoMemory) {
@@ -824,7 +831,7 @@ TEST_F(StoreTest, AnUpdateWhoseSourceHasNothingYetHoldsNoLockAndNoMemory) {
   absl::StatusOr<UpdateResult> updated;
   std::thread update([&] { updated = store_->Update("obj", 10, source, /*append=*/false); });
   source.WaitUntilWaiting();
-  EXPECT_EQ(store_->memory_budget().reserved_bytes(), 0u);
+  EXPECT_EQ(store_->Stats().memory.reserved_bytes, 0u);
   absl::StatusOr<ObjectStatus> stat = store_->Stat("obj", false, false, Within(absl::Seconds(5)));
   EXPECT_TRUE(stat.ok()) << stat.status();  // Not held by the update.
   EXPECT_EQ(*Get("obj"), data);
@@ -867,10 +874,10 @@ TEST_F(StoreTest, RefusesBadRequestsWithoutSideEffects) {
   EXPECT_TRUE(absl::IsAlreadyExists(Put("taken", data).status()));
   EXPECT_TRUE(absl::IsNotFound(Get("nope").status()));
   EXPECT_TRUE(absl::IsNotFound(store_->Delete("nope").status()));
-  EXPECT_TRUE(absl::IsNotFound(store_->SetDeviceState(8, DeviceState::kFailed).status()));
-  ASSERT_TRUE(store_->SetDeviceState(0, DeviceState::kFailed).ok());
-  ASSERT_TRUE(store_->SetDeviceState(1, DeviceState::kFailed).ok());
-  ASSERT_TRUE(store_->SetDeviceState(2, DeviceState::kFailed).ok());
+  EXPECT_TRUE(absl::IsNotFound(store_->admin().SetDeviceState(8, DeviceState::kFailed).status()));
+  ASSERT_TRUE(store_->admin().SetDeviceState(0, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(2, DeviceState::kFailed).ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(Put("x", data, 4, 2).status()));  // 5 online < 6.
   EXPECT_EQ(TotalFree(), free_before);
   auto back = Get("taken");
@@ -909,7 +916,7 @@ TEST_F(StoreTest, AStripeOnEveryOnlineDeviceSaysSoWhenABlockMustMove) {
   auto st = store_->Stat("wide", true, false);
   ASSERT_TRUE(st.ok()) << st.status();
   const uint32_t device = st->stripes[0].blocks[0].record.device;
-  ASSERT_TRUE(store_->SetDeviceState(device, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(device, DeviceState::kFailed).ok());
   const std::string want =
       "stripe 0 of \"wide\" is on every online device (7); add a device or bring one back online "
       "to move block 0";
@@ -928,7 +935,7 @@ TEST_F(StoreTest, AStripeOnEveryOnlineDeviceSaysSoWhenABlockMustMove) {
   EXPECT_EQ(*back, data);
 
   // With the device back there is a place again.
-  ASSERT_TRUE(store_->SetDeviceState(device, DeviceState::kOnline).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(device, DeviceState::kOnline).ok());
   VectorSource again(patch);
   EXPECT_TRUE(store_->Update("wide", 0, again, false).ok());
 }

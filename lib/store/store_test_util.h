@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lib/store/store.h"
+#include "lib/store/store_admin.h"
 
 namespace ecd::store {
 
@@ -153,7 +154,7 @@ class TempStoreTest : public ::testing::Test {
     ::close(fd);
   }
   uint64_t TotalFree() {
-    auto d = store_->ListDevices();
+    auto d = store_->admin().ListDevices();
     EXPECT_TRUE(d.ok());
     uint64_t f = 0;
     for (const auto& x : *d) f += x.free_bytes;

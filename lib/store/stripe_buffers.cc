@@ -18,7 +18,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -28,24 +28,32 @@
 
 namespace ecd::store {
 
-Store::ReadBufferSets Store::read_buffer_sets() const {
-  std::lock_guard lock(pinned_mu_);
-  return {pinned_sets_ - outlived_sets_, outlived_sets_};
-}
-
-Store::ArenaStats Store::arena_stats() const {
-  ArenaStats s;
+StoreStats StoreCore::Stats() const {
+  StoreStats s;
+  s.memory = {.limit_bytes = budget_->limit_bytes(),
+              .reserved_bytes = budget_->reserved_bytes(),
+              .waiting = budget_->waiting(),
+              .waits = budget_->waits(),
+              .refusals = budget_->refusals()};
   if (arena_ != nullptr) {
-    s.bytes = arena_->size_bytes();
-    s.free_bytes = arena_->free_pages() * arena_->page_size();
+    s.arena.bytes = arena_->size_bytes();
+    s.arena.free_bytes = arena_->free_pages() * arena_->page_size();
   }
-  s.fallbacks = arena_fallbacks_.load();
+  s.arena.fallbacks = arena_fallbacks_.load();
+  {
+    std::lock_guard lock(pinned_mu_);
+    s.read_buffers = {pinned_sets_ - outlived_sets_, outlived_sets_};
+  }
+  s.catalog = catalog_->stats();
+  s.catalog_fenced = catalog_->fenced_because();
+  s.file_systems = space_->Usage();
+  s.stripes_by_parity = StripesByParity();
   return s;
 }
 
-absl::StatusOr<StripeSet> Store::AllocateStripes(const std::vector<int>& blocks,
-                                                 uint64_t block_size, uint64_t extra,
-                                                 const Interrupt& interrupt) {
+absl::StatusOr<StripeSet> StoreCore::AllocateStripes(const std::vector<int>& blocks,
+                                                     uint64_t block_size, uint64_t extra,
+                                                     const Interrupt& interrupt) {
   const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
   uint64_t bytes = extra;
   for (int n : blocks) bytes += RoundUpToPage(static_cast<uint64_t>(n) * stride);
@@ -64,7 +72,7 @@ absl::StatusOr<StripeSet> Store::AllocateStripes(const std::vector<int>& blocks,
   return set;
 }
 
-StripeBuffer* Store::GrowStripes(StripeSet& set, int blocks, uint64_t block_size) {
+StripeBuffer* StoreCore::GrowStripes(StripeSet& set, int blocks, uint64_t block_size) {
   const uint64_t stride = LbasPerBlock(block_size) * options_.lba_size;
   std::optional<MemoryBudget::Reservation> reserved =
       budget_->TryReserve(RoundUpToPage(static_cast<uint64_t>(blocks) * stride));
@@ -77,18 +85,18 @@ StripeBuffer* Store::GrowStripes(StripeSet& set, int blocks, uint64_t block_size
   return set.buffers.back().get();
 }
 
-uint64_t Store::LbasPerBlock(uint64_t block_size) const {
+uint64_t StoreCore::LbasPerBlock(uint64_t block_size) const {
   return (block_size + options_.lba_size - 1) / options_.lba_size;
 }
 
-size_t Store::WithinQuarter(size_t depth, uint64_t unit, uint64_t extra) const {
+size_t StoreCore::WithinQuarter(size_t depth, uint64_t unit, uint64_t extra) const {
   const uint64_t share = budget_->limit_bytes() / 4;
   if (share == 0 || unit == 0) return depth;
   return std::clamp<size_t>(share > extra ? static_cast<size_t>((share - extra) / unit) : 0, 2,
                             depth);
 }
 
-size_t Store::PipelineDepth(size_t own, uint64_t unit) const {
+size_t StoreCore::PipelineDepth(size_t own, uint64_t unit) const {
   return options_.stripes_in_flight == 0 ? own : WithinQuarter(options_.stripes_in_flight, unit);
 }
 

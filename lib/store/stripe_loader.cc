@@ -19,7 +19,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -29,10 +29,10 @@
 
 namespace ecd::store {
 
-std::unique_ptr<Store::BlockReads> Store::StartLoad(const ObjectRecord& object,
-                                                    const std::vector<const BlockRecord*>& by_index,
-                                                    const std::vector<int>& need,
-                                                    StripeBuffer& buffer) {
+std::unique_ptr<StoreCore::BlockReads> StoreCore::StartLoad(const StripeRef& at,
+                                                            const std::vector<int>& need,
+                                                            StripeBuffer& buffer) {
+  const auto& [object, stripe, codec, by_index] = at;
   const size_t m = object.data_blocks;
   auto reads = std::make_unique<BlockReads>();
   std::vector<bool> chosen(by_index.size(), false);
@@ -62,18 +62,17 @@ std::unique_ptr<Store::BlockReads> Store::StartLoad(const ObjectRecord& object,
 // the blocks that read good, `tried` the blocks read (or found unreadable) so far.
 class StripeLoad {
  public:
-  StripeLoad(Store& store, const ObjectRecord& object, uint64_t stripe,
-             const std::vector<const BlockRecord*>& by_index, const std::vector<int>& need,
-             StripeBuffer& buffer, Store::LoadReport* report)
+  StripeLoad(StoreCore& store, const StripeRef& at, const std::vector<int>& need,
+             StripeBuffer& buffer, StoreCore::LoadReport* report)
       : store_(store),
-        object_(object),
-        stripe_(stripe),
-        by_index_(by_index),
+        object_(at.object),
+        stripe_(at.stripe),
+        by_index_(at.by_index),
         need_(need),
         buffer_(buffer),
         report_(report),
-        m_(static_cast<int>(object.data_blocks)),
-        width_(static_cast<int>(by_index.size())),
+        m_(static_cast<int>(at.object.data_blocks)),
+        width_(static_cast<int>(at.by_index.size())),
         need_mask_(MaskOf(need)),
         tried_(width_, false) {
     if (report_ != nullptr) {
@@ -83,11 +82,11 @@ class StripeLoad {
   }
 
   // Waits for `reads` and takes in what each read found.
-  void Finish(Store::BlockReads& reads) {
-    const std::vector<Store::BlockRead> results = store_.FinishReads(object_, reads);
+  void Finish(StoreCore::BlockReads& reads) {
+    const std::vector<StoreCore::BlockRead> results = store_.FinishReads(object_, reads);
     for (size_t j = 0; j < results.size(); ++j) {
       tried_[reads.indices[j]] = true;
-      if (results[j] == Store::BlockRead::kGood) MarkAvailable(reads.indices[j]);
+      if (results[j] == StoreCore::BlockRead::kGood) MarkAvailable(reads.indices[j]);
       if (reads.blocks[j] != nullptr && store_.DeviceOnline(reads.blocks[j]->device)) {
         Count(reads.indices[j], results[j]);
       }
@@ -104,7 +103,7 @@ class StripeLoad {
   // until M are good or none is left.
   void ReadMore() {
     while (!Enough()) {
-      Store::BlockReads more;
+      StoreCore::BlockReads more;
       for (int i = 0; i < width_ && static_cast<int>(available_.count() + more.indices.size()) < m_;
            ++i) {
         if (tried_[i] || by_index_[i] == nullptr || by_index_[i]->corrupt) continue;
@@ -125,9 +124,9 @@ class StripeLoad {
     for (int i = 0; i < width_ && !Enough(); ++i) {
       const BlockRecord* b = by_index_[i];
       if (b == nullptr || !b->corrupt) continue;  // The others were tried already.
-      const Store::BlockRead result = store_.ReadBlock(object_, *b, buffer_.block(i));
+      const StoreCore::BlockRead result = store_.ReadBlock(object_, *b, buffer_.block(i));
       if (store_.DeviceOnline(b->device)) Count(i, result);
-      if (result != Store::BlockRead::kGood) continue;
+      if (result != StoreCore::BlockRead::kGood) continue;
       MarkAvailable(i);
       if (report_ == nullptr || report_->repair) {
         (void)store_.catalog_->SetBlockCorrupt(object_.id, stripe_, b->index, false);
@@ -170,31 +169,31 @@ class StripeLoad {
   void MarkAvailable(int i) { available_.set(i); }
 
   // Counts one finished read of block i in the report.
-  void Count(int i, Store::BlockRead result) {
+  void Count(int i, StoreCore::BlockRead result) {
     if (report_ == nullptr) return;
     ++report_->blocks_read;
     if (!read_mask_.test(i)) {
       report_->read.push_back(i);
       read_mask_.set(i);
     }
-    if (result == Store::BlockRead::kGood) {
+    if (result == StoreCore::BlockRead::kGood) {
       ++report_->good_reads;
       return;
     }
-    if (result == Store::BlockRead::kCorrupt) ++report_->corrupt_reads;
+    if (result == StoreCore::BlockRead::kCorrupt) ++report_->corrupt_reads;
     if (!need_mask_.test(i) && !bad_mask_.test(i)) {
       report_->found_bad.push_back(i);
       bad_mask_.set(i);
     }
   }
 
-  Store& store_;
+  StoreCore& store_;
   const ObjectRecord& object_;
   const uint64_t stripe_;
   const std::vector<const BlockRecord*>& by_index_;
   const std::vector<int>& need_;
   StripeBuffer& buffer_;
-  Store::LoadReport* const report_;
+  StoreCore::LoadReport* const report_;
   const int m_;
   const int width_;
   const ec::BlockMask need_mask_;
@@ -204,13 +203,10 @@ class StripeLoad {
   ec::BlockMask bad_mask_;   // report_->found_bad, likewise
 };
 
-absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, uint64_t stripe,
-                                                   const std::shared_ptr<const ec::Codec>& codec,
-                                                   const std::vector<const BlockRecord*>& by_index,
-                                                   const std::vector<int>& need,
-                                                   StripeBuffer& buffer, absl::string_view outcome,
-                                                   std::unique_ptr<BlockReads> first,
-                                                   LoadReport* report) {
+absl::StatusOr<std::vector<int>> StoreCore::LoadBlocks(
+    const StripeRef& at, const std::vector<int>& need, StripeBuffer& buffer,
+    absl::string_view outcome, std::unique_ptr<BlockReads> first, LoadReport* report) {
+  const auto& [object, stripe, codec, by_index] = at;
   for (int i : need) {
     if (by_index[i] == nullptr) {  // Nothing to check a rebuilt block against.
       return absl::DataLossError(absl::StrCat("the catalog has no block ", i, " of stripe ", stripe,
@@ -218,8 +214,8 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
                                               " Run `ecctl recover ", object.name, "`"));
     }
   }
-  if (first == nullptr) first = StartLoad(object, by_index, need, buffer);
-  StripeLoad load(*this, object, stripe, by_index, need, buffer, report);
+  if (first == nullptr) first = StartLoad(at, need, buffer);
+  StripeLoad load(*this, at, need, buffer, report);
   load.Finish(*first);
   if (load.AllNeededGood()) return std::vector<int>{};
   load.ReadMore();
@@ -234,7 +230,7 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
   }
   std::vector<int> wanted = load.Wanted();
   if (wanted.empty()) return wanted;
-  absl::StatusOr<int> failed = RebuildInBuffer(codec, by_index, buffer, load.Available(), wanted);
+  absl::StatusOr<int> failed = RebuildInBuffer(at, buffer, load.Available(), wanted);
   if (!failed.ok()) return failed.status();
   if (*failed >= 0) {
     return absl::DataLossError(absl::StrCat(
@@ -246,10 +242,10 @@ absl::StatusOr<std::vector<int>> Store::LoadBlocks(const ObjectRecord& object, u
   return wanted;
 }
 
-absl::StatusOr<int> Store::RebuildInBuffer(const std::shared_ptr<const ec::Codec>& codec,
-                                           const std::vector<const BlockRecord*>& by_index,
-                                           StripeBuffer& buffer, const std::vector<int>& available,
-                                           const std::vector<int>& wanted) {
+absl::StatusOr<int> StoreCore::RebuildInBuffer(const StripeRef& at, StripeBuffer& buffer,
+                                               const std::vector<int>& available,
+                                               const std::vector<int>& wanted) {
+  const auto& [object, stripe, codec, by_index] = at;
   ec::RecoverTask task{codec,
                        {buffer.views.begin(), buffer.views.end()},
                        {available.begin(), available.end()},

@@ -23,7 +23,7 @@
 #include "lib/records/device_label.h"
 #include "lib/store/object_locks.h"
 #include "lib/store/object_name.h"
-#include "lib/store/store.h"
+#include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/store/store_flows.h"
 #include "lib/store/stripe_buffer.h"
@@ -39,8 +39,8 @@ namespace ecd::store {
 // REQUIRES: `name`, `data` and `interrupt` outlive the flow; the flow is used by one thread.
 class UpdateFlow {
  public:
-  UpdateFlow(Store& store, absl::string_view name, uint64_t offset, ByteSource& data, bool append,
-             const Interrupt& interrupt)
+  UpdateFlow(StoreCore& store, absl::string_view name, uint64_t offset, ByteSource& data,
+             bool append, const Interrupt& interrupt)
       : store_(store),
         name_(name),
         offset_(offset),
@@ -101,7 +101,7 @@ class UpdateFlow {
   // Gives back every new extent (DiscardExtents) and returns `status`.
   absl::Status Abandon(absl::Status status);
 
-  Store& store_;
+  StoreCore& store_;
   const absl::string_view name_;
   const uint64_t offset_;
   ByteSource& data_;
@@ -272,8 +272,8 @@ absl::Status UpdateFlow::UpdateParity(uint64_t stripe, uint64_t lo, uint64_t hi,
   for (int i = first; i <= last; ++i) changed.push_back(i);
   need = changed;
   for (int j = 0; j < k_; ++j) need.push_back(m_ + j);
-  if (absl::StatusOr<std::vector<int>> rebuilt =
-          store_.LoadBlocks(object_, stripe, codec_, by_index, need, old, " Nothing was changed.");
+  if (absl::StatusOr<std::vector<int>> rebuilt = store_.LoadBlocks(
+          {object_, stripe, codec_, by_index}, need, old, " Nothing was changed.");
       !rebuilt.ok()) {
     return rebuilt.status();
   }
@@ -363,14 +363,18 @@ void UpdateFlow::Finish() {
 }
 
 absl::Status UpdateFlow::Abandon(absl::Status status) {
+  if (IsCommitOutcomeUnknown(status)) {  // Either version may be live: every extent stays.
+    if (op_ != nullptr) op_->LeaveUnresolved();
+    return status;
+  }
   store_.DiscardExtents(replaced_);
   store_.DiscardExtents(added_);
   return status;
 }
 
-absl::StatusOr<UpdateResult> Store::Update(absl::string_view name, uint64_t offset,
-                                           ByteSource& data, bool append,
-                                           const Interrupt& interrupt) {
+absl::StatusOr<UpdateResult> StoreCore::Update(absl::string_view name, uint64_t offset,
+                                               ByteSource& data, bool append,
+                                               const Interrupt& interrupt) {
   UpdateFlow flow(*this, name, offset, data, append, interrupt);
   return flow.Run();
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "lib/store/store.h"
+#include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
 namespace ecd::store {
@@ -396,7 +397,7 @@ TEST_P(UpdateTest, ConcurrentUpdatesOfOneObjectSerialize) {
 // Per device, the bytes read and written by its namespace so far.
 std::map<uint32_t, std::pair<uint64_t, uint64_t>> DeviceIo(Store& store) {
   std::map<uint32_t, std::pair<uint64_t, uint64_t>> out;
-  auto devices = store.ListDevices();
+  auto devices = store.admin().ListDevices();
   EXPECT_TRUE(devices.ok());
   for (const DeviceStatus& d : *devices) {
     for (const auto& [name, value] : d.counters) {

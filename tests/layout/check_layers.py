@@ -6,6 +6,8 @@ Usage: check_layers.py SOURCE_DIR
 Each folder of lib/ may include only the folders listed for it below (and itself). Tests
 (*_test.cc, *_test_util.h) may also include lib/fault, whose failing namespaces they drive. A
 folder that is not listed is an error too: a new folder takes its place in the table first.
+A folder's internal headers (INTERNAL) are included only from within that folder, anywhere in
+the tree.
 """
 
 import pathlib
@@ -27,11 +29,33 @@ ALLOWED = {
     "repair": {"util", "ec", "nvme", "cxl", "catalog", "devices", "records", "store"},
 }
 TEST_EXTRA = {"fault"}
+# Headers private to their folder: the store's core and the pieces its flows share, and the
+# catalog's SQLite statements.
+INTERNAL = {
+    "lib/store/store_core.h", "lib/store/store_flows.h", "lib/store/store_device.h",
+    "lib/store/stripe_buffer.h", "lib/store/object_locks.h", "lib/catalog/sqlite_statement.h",
+}
+ANY_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"lib/([a-z_]+)/', re.MULTILINE)
 
 
 def is_test(path):
     return path.name.endswith("_test.cc") or path.name.endswith("_test_util.h")
+
+
+def internal_errors(root):
+    """Includes of a folder's internal header from outside that folder."""
+    errors = []
+    for top in ("lib", "daemon", "client", "tests", "bench"):
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix not in (".h", ".cc") or not path.is_file():
+                continue
+            here = str(path.relative_to(root).parent)
+            for header in ANY_INCLUDE.findall(path.read_text()):
+                if header in INTERNAL and not here == header.rsplit("/", 1)[0]:
+                    errors.append("%s includes %s, internal to %s/" %
+                                  (path.relative_to(root), header, header.rsplit("/", 1)[0]))
+    return errors
 
 
 def main():
@@ -50,6 +74,7 @@ def main():
                 errors.append("%s includes lib/%s/, which lib/%s may not use (allowed: %s)" %
                               (path.relative_to(lib.parent), used, folder,
                                ", ".join(sorted(allowed - {folder})) or "nothing"))
+    errors += internal_errors(lib.parent)
     for e in errors:
         print(e, file=sys.stderr)
     if errors:
