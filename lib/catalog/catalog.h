@@ -7,7 +7,9 @@
 // fails with an I/O error (the WAL's fsync, say) returns CommitOutcomeUnknownError: its frames may
 // be in the WAL, and the next open may replay them.
 //
-// Thread safety: all methods are thread-safe (one connection, serialized by a mutex).
+// Thread safety: all methods are thread-safe (one connection, serialized by a mutex), but
+// SetCommitObserver (set it before the catalog is shared). A walk's `fn` and Backup run with the
+// mutex held: every other call waits for them. Ownership: a Catalog owns its connection.
 #ifndef ECD_LIB_STORE_CATALOG_H_
 #define ECD_LIB_STORE_CATALOG_H_
 
@@ -36,8 +38,11 @@ namespace ecd::store {
 
 class Catalog : public ObjectCatalog {
  public:
-  // Opens or creates the catalog database at `path`. `read_only`: opens an existing one without
-  // writing to it (no schema creation, no migration: FailedPrecondition when it needs one).
+  // Opens or creates the catalog database at `path`, migrating its schema to the current one.
+  // `read_only`: opens an existing one without writing to it (no schema creation, no migration:
+  // FailedPrecondition when it needs one). FailedPrecondition for a schema version newer than
+  // this ecd reads; Internal when the file cannot be opened or set up (also a file that is not a
+  // database); a query's status (DataLoss for damage) when its schema version cannot be read.
   static absl::StatusOr<std::unique_ptr<Catalog>> Open(const std::string& path,
                                                        bool read_only = false);
   ~Catalog() override;
@@ -116,7 +121,9 @@ class Catalog : public ObjectCatalog {
   }
 
   // Not part of ObjectCatalog: inserts committed objects with their ids, versions and blocks, in
-  // one transaction (a catalog being rebuilt from the devices).
+  // one transaction (a catalog being rebuilt from the devices). AlreadyExists, nothing inserted,
+  // when an id, a name or an extent is taken or a block names an unknown device.
+  // REQUIRES: the devices were added first.
   absl::Status RestoreObjects(absl::Span<const ObjectWithBlocks> objects);
 
  private:

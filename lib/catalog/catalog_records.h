@@ -1,5 +1,6 @@
 // The records the catalog stores and returns: devices, objects, blocks, pages of stripes, and
-// its statistics. Shared by the ObjectCatalog interface and its implementations.
+// its statistics. Shared by the ObjectCatalog interface and its implementations. Plain data (no
+// locking); the functions are thread-safe.
 #ifndef ECD_LIB_CATALOG_CATALOG_RECORDS_H_
 #define ECD_LIB_CATALOG_CATALOG_RECORDS_H_
 
@@ -20,6 +21,7 @@ namespace ecd::store {
 // becomes kFailed. If it comes back before that, it is online again and nothing was rebuilt.
 enum class DeviceState { kOnline, kFailing, kFailed, kDown };
 
+// "online", "failing", "failed" or "down": a string with static storage.
 const char* DeviceStateName(DeviceState state);
 
 struct DeviceRecord {

@@ -1,7 +1,8 @@
 // FencedCatalog: an ObjectCatalog that stops writing after a commit whose outcome is unknown.
 // Past that point the open catalog's view may differ from what the storage holds (a commit that
 // failed here may replay at the next open), so every later write is refused until the catalog
-// is opened again; reads pass through.
+// is opened again; reads pass through. A write already past the check when the fence goes up is
+// not stopped.
 //
 // Thread safety: as the wrapped catalog's (thread-safe). Ownership: owns the wrapped catalog.
 #ifndef ECD_LIB_CATALOG_FENCED_CATALOG_H_

@@ -1,5 +1,9 @@
 // A SQLite VFS for tests that fails the WAL's fsync on demand, so that a catalog commit ends
 // with its outcome unknown, as on a disk that reports a failed flush.
+//
+// Thread safety: fail_wal_sync may be set from any thread; Install and Uninstall are not
+// thread-safe. REQUIRES: Install before the catalogs under test are opened, and not again
+// before Uninstall; Uninstall after they are closed. All state is static.
 #ifndef ECD_LIB_CATALOG_SQLITE_FAULT_VFS_TEST_UTIL_H_
 #define ECD_LIB_CATALOG_SQLITE_FAULT_VFS_TEST_UTIL_H_
 

@@ -1,5 +1,9 @@
 // Internal to lib/catalog: the SQLite statement and write-transaction wrappers and the mapping of
 // SQLite errors to statuses, shared by the catalog's source files. Not part of the public API.
+//
+// Thread safety: not thread-safe. REQUIRES: the caller has the connection to itself for the
+// whole life of a Statement or Transaction (it holds the Catalog's mutex, or the catalog is not
+// shared yet: SQLite's last error is per connection), and the connection outlives them.
 #ifndef ECD_LIB_CATALOG_SQLITE_STATEMENT_H_
 #define ECD_LIB_CATALOG_SQLITE_STATEMENT_H_
 
@@ -35,7 +39,8 @@ inline absl::Status CommitFailure(int code, absl::Status failed) {
   return IsIoError(code) ? CommitOutcomeUnknownError(failed.message()) : failed;
 }
 
-// A prepared statement, finalized on destruction.
+// A prepared statement, finalized on destruction. Errors stick: after a failed prepare, bind or
+// step, Step, Run and Reset return that status.
 class Statement {
  public:
   Statement(sqlite3* db, const char* sql) : db_(db) {
@@ -107,7 +112,9 @@ class Statement {
 };
 
 // A write transaction (BEGIN IMMEDIATE), rolled back unless committed. Only a failure of COMMIT
-// itself can leave the outcome unknown; an error before it changed nothing.
+// itself can leave the outcome unknown; an error before it changed nothing. REQUIRES: status()
+// is OK before the transaction is used; Commit is called at most once. A successful Commit
+// counts in `counters` (which must outlive the transaction) and calls its on_commit.
 class Transaction {
  public:
   Transaction(sqlite3* db, Catalog::Counters& counters) : db_(db), counters_(counters) {

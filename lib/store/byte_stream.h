@@ -1,5 +1,11 @@
 // ByteSource and ByteSink: where Store::Encode and Store::Update pull an object's bytes from, and
 // where Store::Read and Store::GetBlock push them to. Implemented by the wire layer and by tests.
+//
+// Ownership: the caller owns both; a Store method uses one for the length of the call only and
+// keeps no reference to it afterwards (a sink's pins may outlive the call: WritePinned).
+// Thread safety: the store calls a source or a sink from the request's thread, one method at a
+// time; only the copies of WritePinned's `pin` may be dropped on any thread.
+// Errors: a status a method returns ends the request with that status (Finish(false) excepted).
 #ifndef ECD_LIB_STORE_BYTE_STREAM_H_
 #define ECD_LIB_STORE_BYTE_STREAM_H_
 
@@ -14,7 +20,7 @@
 
 namespace ecd::store {
 
-// Where Encode pulls an object's bytes from.
+// Where Encode and Update pull an object's bytes from.
 class ByteSource {
  public:
   virtual ~ByteSource() = default;
@@ -31,14 +37,14 @@ class ByteSource {
   virtual absl::Status BeforeCommit() { return absl::OkStatus(); }
 };
 
-// Where Read pushes an object's bytes to.
+// Where Read and GetBlock push an object's bytes to.
 class ByteSink {
  public:
   virtual ~ByteSink() = default;
   // Called once before Start with the object being read, as committed: its id and version name
   // the bytes served.
   virtual void SetObject(const ObjectRecord& object) {}
-  // Called once before any data, with the whole object's size.
+  // Called once before any data, with the whole object's size (Read) or the block's (GetBlock).
   virtual absl::Status Start(uint64_t object_size) = 0;
   // Consecutive bytes of the requested range; `reconstructed` blocks were rebuilt to serve them.
   virtual absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) = 0;

@@ -19,7 +19,7 @@ inline constexpr char kDataDirLockFile[] = "ecd.lock";
 // flock when its last descriptor closes, so a killed ecd leaves no stale lock). The file itself
 // is never removed: removing it would let two processes lock two different files of one name.
 //
-// Thread safety: none needed; the object only owns a descriptor.
+// Thread safety: thread-safe (nothing changes after Acquire). Ownership: owns the descriptor.
 class DataDirLock {
  public:
   // Creates `data_dir` if it does not exist, opens (creating) DATA_DIR/ecd.lock and takes an
@@ -28,7 +28,8 @@ class DataDirLock {
   // another Acquire in this process): the message names the holder's PID as its lock file
   // says, the lock file, and what to do. InvalidArgument when `data_dir` is empty; Internal when
   // the directory or the file cannot be created, opened, locked or written (errno's text), or
-  // the lock file is a symbolic link (never followed).
+  // the lock file is a symbolic link (never followed). A full file system (ENOSPC, EDQUOT) when
+  // writing the PID is no error: the lock is held and the file is left empty.
   static absl::StatusOr<std::unique_ptr<DataDirLock>> Acquire(const std::string& data_dir);
 
   // Empties the lock file (the PID is no longer true) and releases the lock.

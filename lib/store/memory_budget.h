@@ -28,7 +28,7 @@ struct MemoryBudgetOptions {
   absl::Duration max_wait = absl::Seconds(60);  // How long one request may wait.
 };
 
-// Thread safety: all methods are thread-safe.
+// Thread safety: all methods are thread-safe (a Reservation is not; see there).
 class MemoryBudget {
  public:
   explicit MemoryBudget(MemoryBudgetOptions options) : options_(options) {}
@@ -36,6 +36,7 @@ class MemoryBudget {
   MemoryBudget& operator=(const MemoryBudget&) = delete;
 
   // Holds reserved bytes until destroyed (or Release). Movable; must not outlive the budget.
+  // Not thread-safe: one Reservation is used by one thread at a time.
   class Reservation {
    public:
     Reservation() = default;

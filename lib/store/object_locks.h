@@ -23,17 +23,22 @@ namespace ecd::store {
 
 // Per-object reader/writer locks, created on demand and dropped when unused. Writers are
 // preferred: a writer waiting for its exclusive lock holds the object's turnstile, which new
-// readers pass through first, so a steady stream of reads cannot starve an update. (No request
-// takes an object's lock twice, so the turnstile cannot deadlock.) A wait gives up when the
-// request's Interrupt fires: a writer that gives up lets the turnstile go.
+// readers pass through first, so a steady stream of reads cannot starve an update. A wait gives
+// up when the request's Interrupt fires: a writer that gives up lets the turnstile go.
+//
+// Thread safety: thread-safe; a Guard is not, and is destroyed on the thread that made it.
+// REQUIRES: a thread holds at most one Guard of an object at a time (a second one, even shared,
+// may deadlock on the turnstile). Ownership: every Guard must be destroyed before the ObjectLocks.
 class ObjectLocks {
  public:
+  // One object's lock. Internal: used through Guard only.
   struct Lock {
     std::timed_mutex turnstile;
     std::shared_timed_mutex rw;
   };
   // Holds the lock of one object, shared or exclusive, for its lifetime once status() is OK;
-  // DeadlineExceeded or Cancelled (nothing held) when `interrupt` fired while it waited.
+  // DeadlineExceeded or Cancelled (nothing held) when `interrupt` fired while it waited. With an
+  // Interrupt that can never fire (Interrupt::never) it waits as long as it takes.
   class Guard {
    public:
     Guard(ObjectLocks& table, absl::string_view name, bool exclusive,

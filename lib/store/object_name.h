@@ -1,4 +1,5 @@
 // Object name rules: what a name given to any RPC that takes one must look like.
+// Thread safety: the functions are pure and thread-safe.
 #ifndef ECD_LIB_STORE_OBJECT_NAME_H_
 #define ECD_LIB_STORE_OBJECT_NAME_H_
 
@@ -19,8 +20,8 @@ inline constexpr size_t kDefaultMaxNameLength = 1024;
 // contains the name's control characters or invalid bytes (they are escaped).
 absl::Status ValidateObjectName(absl::string_view name, size_t max_length);
 
-// `name` fit to quote in a message: printable ASCII and valid UTF-8 as is, every other byte as
-// \xNN, cut to at most 64 bytes of input (then "...").
+// `name` fit to quote in a message: printable ASCII and valid UTF-8 as is, every other byte (and
+// '\\') as \xNN; only the characters that start in the first 64 bytes are kept (then "...").
 std::string EscapeName(absl::string_view name);
 
 }  // namespace ecd::store

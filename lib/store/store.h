@@ -16,6 +16,12 @@
 // update, delete and recover of an object exclude other requests on that object only.
 // Waits: a request waits for its object's lock and for stripe memory; the requests that take an
 // Interrupt stop waiting when it fires (DeadlineExceeded or Cancelled, nothing done or held).
+// Ownership: sources, sinks and callbacks are borrowed for the call only (a sink's pins may
+// outlive it: ByteSink::WritePinned).
+// A commit of unknown outcome: when a catalog commit fails so that it may or may not be durable,
+// the request returns that status (IsCommitOutcomeUnknown; its change may or may not have
+// happened) and every later change is refused with FailedPrecondition until the store is opened
+// again, which settles it (StoreStats::catalog_fenced says why).
 #ifndef ECD_LIB_STORE_STORE_H_
 #define ECD_LIB_STORE_STORE_H_
 
@@ -53,9 +59,9 @@ class Store {
   // name, or more blocks per stripe than devices; AlreadyExists; FailedPrecondition when too few
   // devices are online; ResourceExhausted when space runs out; Unavailable when a device flush
   // failed (the device is then suspect); DataLoss or Internal when a device write failed. On
-  // error nothing is stored. Stripe memory is reserved as the source delivers bytes
-  // (ByteSource::Await): a source that delivers little holds little. `interrupt` ends the wait
-  // for the first stripe.
+  // error nothing is stored (but for a commit of unknown outcome, above). Stripe memory is reserved
+  // as the source delivers bytes (ByteSource::Await): a source that delivers little holds little.
+  // `interrupt` ends the wait for the first stripe.
   absl::StatusOr<ObjectRecord> Encode(const EncodeParams& params, ByteSource& source,
                                       const Interrupt& interrupt = {});
 
@@ -88,7 +94,8 @@ class Store {
                                     const Interrupt& interrupt = {});
 
   // All committed objects with their health, without per-stripe detail. Takes no object lock;
-  // an object deleted or updated meanwhile is skipped or measured again, never misreported.
+  // an object deleted or updated meanwhile is skipped or measured again, never reported lost
+  // because of it.
   absl::StatusOr<std::vector<ObjectStatus>> List();
 
   // Deletes an object; returns the bytes of device space freed. NotFound.
@@ -98,8 +105,10 @@ class Store {
   // each one that is lost or corrupt onto a healthy device holding no other block of its stripe
   // (copy-on-write). Works one batch of stripes at a time under the object's exclusive lock;
   // `progress` (may be empty) is called after each batch without the lock. A delete meanwhile
-  // ends the walk early. DataLoss if some stripe has fewer than M good blocks (the others are
-  // still repaired); Cancelled when options.cancelled says so.
+  // ends the walk early. NotFound; DataLoss if some stripe has fewer than M good blocks (the
+  // others are still repaired); else ResourceExhausted or FailedPrecondition when a rebuilt
+  // block found no device outside its stripe with room (the others are still placed);
+  // Cancelled when options.cancelled says so.
   absl::StatusOr<RecoverProgress> Recover(
       absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
       const RecoverOptions& options = {});

@@ -2,8 +2,9 @@
 // replacement, the listeners the repair planner and the daemon hang on it, the pages of stripes
 // the repair walks, the catalog's small settings and its backup. Obtained from Store::admin().
 //
-// Thread safety: all methods are thread-safe. Errors: as each method says; a catalog failure is
-// returned as the catalog's status.
+// Thread safety: all methods are thread-safe. Errors: as each method says; SetDeviceState,
+// MarkDeviceDown and ReplaceDevice return NotFound for an unknown device id; a catalog failure
+// is returned as the catalog's status.
 #ifndef ECD_LIB_STORE_STORE_ADMIN_H_
 #define ECD_LIB_STORE_STORE_ADMIN_H_
 
@@ -33,33 +34,38 @@ class StoreAdmin {
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
   // The devices as the store holds them now, without the catalog's block counts.
   std::vector<DeviceRecord> DeviceRecords();
-  // kOnline, kFailing or kFailed. kOnline reopens the namespace of a device that is not online
-  // and checks its label: a blank, foreign or cut-short namespace is refused
-  // (FailedPrecondition; ReplaceDevice takes a blank one). With `only_from`, the change is made
-  // only if the device is in that state when it runs (FailedPrecondition otherwise): a
+  // kOnline, kFailing or kFailed (kDown: InvalidArgument, use MarkDeviceDown). kOnline reopens
+  // the namespace of a device that is not online and checks its label: a blank, foreign or
+  // cut-short namespace is refused (FailedPrecondition; ReplaceDevice takes a blank one).
+  // kFailing only from kOnline (FailedPrecondition otherwise). With `only_from`, the change is
+  // made only if the device is in that state when it runs (FailedPrecondition otherwise): a
   // compare-and-set against operators' changes.
   absl::StatusOr<DeviceStatus> SetDeviceState(uint32_t id, DeviceState state,
                                               std::optional<DeviceState> only_from = std::nullopt);
   // Takes an online or failing device out of service without failing it: its blocks are neither
   // read nor written, and rebuilt only once the repair planner fails it after its delay (the
-  // time is stored, so a restart keeps the delay running). FailedPrecondition for a failed one.
+  // time is stored, so a restart keeps the delay running). FailedPrecondition for a failed or
+  // down one.
   absl::StatusOr<DeviceStatus> MarkDeviceDown(uint32_t id, const std::string& reason);
   // Puts a new blank, labelled namespace in the slot of a failed or down device; every block
   // still recorded on it is marked corrupt (the repair rebuilds it) and the device is online.
-  // FailedPrecondition for an online or failing device (fail it first).
+  // FailedPrecondition for an online or failing device (fail it first), or when the new
+  // namespace cannot be opened; ResourceExhausted when it has no free LBA for its label. The
+  // blocks are marked corrupt first: after a later error they stay so, the device failed or down.
   absl::StatusOr<DeviceStatus> ReplaceDevice(uint32_t id);
   // Marks down each device whose writes failed StoreOptions::write_errors_to_down times in a row
   // since it was last checked; returns their ids.
   std::vector<uint32_t> DownDevicesWithFailingWrites();
 
   // Called on the thread that saw it whenever something may need repair: a block found corrupt
-  // or unreadable, a device's state changed (then with the state-change lock held: the listener
-  // must not change a device's state itself), a device's writes failing (then on an I/O
-  // completion thread). Must be cheap and must not block. Setting another listener (or none)
-  // waits for calls of the old one in progress.
+  // or unreadable, a device's state changed (from SetDeviceState, with the state-change lock
+  // held: the listener must not change a device's state itself), a device's writes failing (then
+  // on an I/O completion thread). Must be cheap and must not block. Setting another listener (or
+  // none) waits for calls of the old one in progress, so it must not be done from the listener.
   void SetRepairListener(std::function<void()> fn);
   // Called after the store marks a device failing (suspect) because a flush on it failed, with
-  // the device and why, on the thread of the request that saw it, with no store lock held.
+  // the device and why, on the thread of the request that saw it, with no device or state lock
+  // held (an update's, delete's or recover's object lock may be).
   void SetSuspectListener(std::function<void(uint32_t device, const std::string& reason)> fn);
 
   // Names of objects with a block on `device` overlapping [first_lba, first_lba + lba_count)

@@ -6,7 +6,8 @@
 //
 // Thread safety: as Store's. mu_ guards the devices' state, namespaces and allocators and the
 // codecs; state_mu_ serializes device state changes; census_mu_ the stripe census; pinned_mu_
-// the read buffer sets still pinned by sinks.
+// the read buffer sets still pinned by sinks. Ownership: owns the devices, the catalog, the
+// memory budget and the DMA arena; owned by its Store, whose StoreAdmin refers to it.
 #ifndef ECD_LIB_STORE_STORE_CORE_H_
 #define ECD_LIB_STORE_STORE_CORE_H_
 
@@ -90,6 +91,7 @@ class StoreCore {
   std::map<uint32_t, uint64_t> StripesByParity() const;
   void SetRepairListener(std::function<void()> fn);
   void SetSuspectListener(std::function<void(uint32_t device, const std::string& reason)> fn);
+  // The catalog behind its fence (FencedCatalog); lives as long as this.
   ObjectCatalog& catalog() { return *catalog_; }
   const std::string& store_id() const { return store_id_; }
   uint32_t lba_size() const { return options_.lba_size; }
@@ -103,7 +105,8 @@ class StoreCore {
   friend class StripeLoad;  // One LoadBlocks call (stripe_loader.cc).
 
   struct Device;
-  // Reads whose stripe buffers a sink may still pin (Store::Read); ~Store waits for none.
+  // Reads whose stripe buffers a sink may still pin (Store::Read); ~StoreCore waits until there
+  // are none.
   mutable std::mutex pinned_mu_;
   std::condition_variable pinned_gone_;
   int pinned_sets_ = 0;    // Guarded by pinned_mu_.
@@ -124,13 +127,14 @@ class StoreCore {
   // the memory limit, but at least 2. REQUIRES: depth >= 2.
   size_t WithinQuarter(size_t depth, uint64_t unit, uint64_t extra = 0) const;
   // The stripes an encode's or read's pipeline asks for, of `unit` bytes each: `own` (the
-  // request's default depth), or StoreOptions::stripes_in_flight when set, WithinQuarter. The
-  // memory budget may still give it fewer.
+  // request's default depth), or, when set, StoreOptions::stripes_in_flight cut by WithinQuarter.
+  // The memory budget may still give it fewer.
   size_t PipelineDepth(size_t own, uint64_t unit) const;
   // The stripe buffers of one request, one per entry of `blocks` (its block count), each block
   // of `block_size` bytes: reserved from the budget (waiting for it until `interrupt` fires),
   // then allocated. `extra` more bytes are reserved with the stripes (a sink's own buffers:
-  // held_bytes).
+  // held_bytes). Errors: MemoryBudget::Reserve's; ResourceExhausted when a buffer's memory
+  // cannot be mapped.
   absl::StatusOr<StripeSet> AllocateStripes(const std::vector<int>& blocks, uint64_t block_size,
                                             uint64_t extra = 0, const Interrupt& interrupt = {});
   // Adds one buffer of `blocks` blocks to `set` if the budget has its memory free at once
@@ -159,6 +163,7 @@ class StoreCore {
                            std::vector<BlockRecord>& records);
   // Resolves the namespace of each of `blocks` (held in write.devices until Finish) and marks
   // its device in `touched`; sizes write.status. Unavailable when a device is gone.
+  // REQUIRES: `touched` has an entry per device.
   absl::Status PrepareWrites(absl::Span<const BlockRecord> blocks, std::vector<bool>& touched,
                              StripeWrite& write);
   // Sets the CRC32C of every block i of `blocks` (checksums[i] when given, as the encode
@@ -192,8 +197,10 @@ class StoreCore {
   // the device's completion thread: the checks of a stripe's blocks run in parallel, beside the
   // caller, while the bytes are still in cache. REQUIRES: the blocks outlive FinishReads.
   void StartReads(const ObjectRecord& object, BlockReads& reads);
-  // kUnreadable when a block is null, its device is not online or the read failed, kCorrupt
-  // when its bytes fail the block's CRC32C. Marks bad blocks corrupt in the catalog.
+  // kUnreadable when a block is null, its row's LBA count does not fit its object, its device is
+  // neither online nor failing, or the read failed; kCorrupt when its bytes fail the block's
+  // CRC32C (or the device reports DataLoss). Flags each block whose read failed corrupt in the
+  // catalog and, when it flagged one, tells the repair listener (NotifyRepair).
   std::vector<BlockRead> FinishReads(const ObjectRecord& object, BlockReads& reads);
   // StartReads and FinishReads of one block.
   BlockRead ReadBlock(const ObjectRecord& object, const BlockRecord& b, absl::Span<uint8_t> out);
@@ -206,12 +213,13 @@ class StoreCore {
   // reads; started here when null), and when some of `need` are bad reads other blocks of the
   // stripe, as many at a time as are missing, until M are good (blocks flagged corrupt last),
   // then rebuilds the bad ones and checks the rebuilt bytes against their recorded CRC. Returns
-  // the indices it rebuilt. DataLoss when that is impossible; `outcome` (e.g. " Nothing was
-  // changed.") is put into the message before the advice.
+  // the indices it rebuilt. DataLoss when that is impossible, or when a block of `need` has no
+  // catalog row; `outcome` (e.g. " Nothing was changed.") is put into the message before the
+  // advice. Errors of the EC engine are returned as they are.
   // With `report`, blocks outside `need` that read bad on the way are rebuilt too (and
   // returned with the others), and the reads are counted there.
   struct LoadReport {
-    bool repair = true;          // in: false leaves the catalog's corrupt flags as they are
+    bool repair = true;          // in: false keeps the flag of a flagged block that reads good
     uint64_t blocks_read = 0;    // reads finished (a block reread as a last resort counts twice)
     uint64_t good_reads = 0;     // of those, the ones that passed their CRC32C
     uint64_t corrupt_reads = 0;  // reads that failed the CRC32C
@@ -224,7 +232,8 @@ class StoreCore {
                                               LoadReport* report = nullptr);
   // Rebuilds blocks `wanted` of `buffer` from blocks `available` (ascending), then checks each
   // rebuilt block that the catalog has against its recorded CRC32C. Returns the first index whose
-  // bytes fail it (more blocks are damaged than their checksums show), else -1.
+  // bytes fail it (more blocks are damaged than their checksums show), else -1. Errors: the EC
+  // engine's.
   absl::StatusOr<int> RebuildInBuffer(const StripeRef& at, StripeBuffer& buffer,
                                       const std::vector<int>& available,
                                       const std::vector<int>& wanted);
@@ -263,11 +272,12 @@ class StoreCore {
                                            std::map<uint32_t, int>& occupied,
                                            bool allow_same_device = true,
                                            SpaceUse use = SpaceUse::kNewData);
-  // Online or failing: read from (and, online, written to).
+  // Online or failing with its namespace open: read from (and, online, written to).
   bool DeviceOnline(uint32_t id);
   bool DeviceDown(uint32_t id);
   // The device's namespace (null if it could not be opened); with `online_only`, null unless
-  // the device is online. The handle stays valid for the caller even if the device is reopened.
+  // the device is online or failing. The handle stays valid for the caller even if the device is
+  // reopened.
   std::shared_ptr<Namespace> NamespaceOf(uint32_t id, bool online_only);
   // Flushes every device marked in `touched`. A device whose flush fails is marked suspect
   // (MarkSuspect) and the call fails: the failure is never retried into a success.
@@ -278,7 +288,9 @@ class StoreCore {
   void MarkSuspect(uint32_t id, const std::string& reason);
   // Tells the repair listener that something may need repair.
   void NotifyRepair();
-  // Wraps `done` of a write on `device`: counts its failures in a row (a success resets them).
+  // Wraps `done` of a write on `device`: counts its failures in a row (a success resets them; a
+  // full file system is not counted) and tells the repair listener when they reach
+  // StoreOptions::write_errors_to_down. The wrapper runs on the I/O completion thread.
   Namespace::Done TrackWrite(uint32_t device, Namespace::Done done);
   // Opens the namespace of `r` (creating it when `create`) and checks its size and label
   // (Device::label_lba, when it has one). An error says why the device cannot be used.
@@ -287,8 +299,10 @@ class StoreCore {
                                                         std::optional<uint64_t> label_lba,
                                                         DeviceLabel* label = nullptr);
   // Init's device pass: opens every device of `records`, refuses to start when too many
-  // cannot be used (StoreOptions::start_with_missing_devices), marks those down and those that
-  // came back online; reads the stripe census the store keeps from then on.
+  // cannot be used (FailedPrecondition; StoreOptions::start_with_missing_devices), marks those
+  // down and those that came back online (not one down for failing writes); reads the stripe
+  // census the store keeps from then on. FailedPrecondition also for a device of another LBA size
+  // than StoreOptions::lba_size, or device ids that are not 0..N-1.
   absl::Status OpenDevices(std::vector<DeviceRecord>& records, const std::set<uint32_t>& new_ids);
   // Writes a label to every open device that has none yet (a new one, or one from before
   // labels), on an LBA of its own, and records where.
@@ -298,8 +312,9 @@ class StoreCore {
   absl::Status WriteLabel(uint32_t id, uint64_t lba, const RecordLogPlace& log);
 
   // Block records (store_records.cc, docs/formats.md "Block records").
-  // Refuses a catalog that is missing or empty while devices/ holds namespaces, or that cannot be
-  // opened, with what to do; else opens it into catalog_.
+  // Refuses (FailedPrecondition, saying what to do) a catalog that is missing, empty or without
+  // a store id while devices/ holds namespaces, or an existing one that cannot be opened; else
+  // opens it into catalog_.
   absl::Status OpenCatalog();
   // Opens the record log of every open device whose label has one; refuses a catalog behind
   // what those logs say was committed, and a damaged one after an unclean stop. Makes records_.
@@ -319,7 +334,8 @@ class StoreCore {
   // failure is logged, not returned: the writes then fail as any write does.
   void ReserveRecordLog(uint32_t id, Namespace& ns, const RecordLogPlace& place);
   // Creates the record log of `d` (in its old place when it had one, else in a newly allocated
-  // region), records the place in its label, and writes its first snapshot.
+  // region), records the place in its label, and writes its first snapshot. Nothing, OK, for a
+  // device without a namespace or label, or (with a warning) without room for a log.
   absl::Status CreateRecordLog(Device& d);
   // After `d`'s namespace was opened again (`device online`): opens its record log at
   // `labelled` (its label's place) and snapshots it, for the operations it missed; creates one

@@ -17,7 +17,7 @@
 
 namespace ecd::store {
 
-// Fields are guarded by Store::mu_, except the atomics.
+// Fields are guarded by StoreCore::mu_, except the atomics. Owned by StoreCore::devices_.
 struct StoreCore::Device {
   DeviceRecord record;
   // Null when it could not be opened. Shared so that I/O in flight keeps a handle alive while
@@ -37,7 +37,7 @@ struct StoreCore::Device {
 };
 
 // The namespace path of a device: `path` as the catalog has it, relative to the data dir unless
-// it starts with '/'.
+// it starts with '/'. Pure; thread-safe.
 inline std::string DevicePath(const std::string& data_dir, const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   return (std::filesystem::path(data_dir) / path).string();

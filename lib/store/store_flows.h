@@ -1,5 +1,6 @@
 // What the Store's flow files (encode.cc, read.cc, update.cc, recover.cc, ...) share: the
 // pipelines' default depths and small helpers over catalog rows. Internal to lib/store.
+// Thread safety: the helpers are pure functions; a StripeRef is a view (see there).
 #ifndef ECD_LIB_STORE_STORE_FLOWS_H_
 #define ECD_LIB_STORE_STORE_FLOWS_H_
 
@@ -18,7 +19,8 @@
 
 namespace ecd::store {
 
-// Stripes fetched from the catalog at a time, and block rows buffered before an insert.
+// Stripes fetched from the catalog at a time, and the stripes whose block rows an encode
+// buffers before it inserts them.
 inline constexpr uint64_t kStripeBatch = 64;
 // The pipelines' depths unless StoreOptions::stripes_in_flight sets them.
 // An encode keeps, beyond the one filling and one per EC worker, this many stripes being
@@ -72,7 +74,8 @@ struct StripeRef {
 };
 
 // The blocks of `stripe` by index (null where the catalog has none), taken from rows ordered
-// by stripe and index starting at `row`, which is advanced past them.
+// by stripe and index starting at `row`, which is advanced past them. The pointers point into
+// `rows`, which must outlive them; rows with an index of `width` or more are skipped.
 inline std::vector<const BlockRecord*> TakeStripe(const std::vector<BlockRecord>& rows, size_t& row,
                                                   uint64_t stripe, int width) {
   std::vector<const BlockRecord*> by_index(width, nullptr);

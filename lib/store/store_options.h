@@ -1,5 +1,10 @@
 // StoreOptions: how a Store is opened (its data directory, devices, default stripe shape, memory,
-// flushing and fault seams). Plain data; Store::Open checks it.
+// flushing and fault seams). Plain data; Store::Open checks it and keeps its own copy.
+//
+// Store::Open returns InvalidArgument for an empty data_dir, an lba_size that is not a power of
+// two >= 512, a device_count outside 1..4096, a device_size that is not a positive multiple of
+// lba_size, a stripes_in_flight of 1 or above kMaxStripesInFlight, or a memory_limit that does
+// not hold the devices' DMA pools and one request on a default stripe.
 #ifndef ECD_LIB_STORE_STORE_OPTIONS_H_
 #define ECD_LIB_STORE_STORE_OPTIONS_H_
 
@@ -43,9 +48,10 @@ struct StoreOptions {
   // keeps at most: the depth of its pipeline (one stripe being filled, sent or rebuilt, the
   // others being encoded, read or written). 0: each picks its own (encode ec_workers + 3, read
   // 3, recover 4); else 2..kMaxStripesInFlight. Deeper pipelines keep more device I/O in flight
-  // per request, at (M+K) x block size of memory per stripe. With a memory limit, a request
-  // gets at most a quarter of it (at least 2 stripes), so that one request cannot hold the
-  // budget while the others wait; a read never more stripes than it reads. A request may get a
+  // per request, at (M+K) x block size of memory per stripe. With a memory limit, a depth set
+  // here, and a recover's own, is cut to what fits a quarter of it (at least 2 stripes), so that
+  // one request cannot hold the budget while the others wait; every depth is cut to what fits
+  // the whole limit; a read never takes more stripes than it reads. A request may so get a
   // shallower pipeline than asked for, down to 2 (1 for an encode or read of a stripe too wide
   // for 2).
   size_t stripes_in_flight = 0;
@@ -71,8 +77,7 @@ struct StoreOptions {
   // page pinning, and resident from the start. Stripe buffers beyond it (or when it is
   // fragmented) are mapped per request (resident only while used) and staged through the
   // devices' pools. 0, or no memory limit: no arena. Each device pins the arena when it opens,
-  // which grows faster than the arena (12 devices: 0.3 s at 512 MiB, 1.5 s at 1 GiB, 4.9 s at
-  // 2 GiB here).
+  // so a larger arena makes the start slower.
   uint64_t dma_arena_bytes = uint64_t{512} << 20;
   NamespaceFactory namespace_factory;  // Defaults to OpenNvmeNamespace with `nvme`.
   // At start-up, when more devices cannot be used (not opened, cut short, or labelled as

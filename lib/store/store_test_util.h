@@ -1,4 +1,5 @@
-// Helpers shared by the store's tests: byte sources and sinks over vectors, random data.
+// Helpers shared by the store's tests: byte sources and sinks over vectors, random data, and a
+// fixture with a fresh store per test. Not thread-safe: each object is used by one thread.
 #ifndef ECD_LIB_STORE_STORE_TEST_UTIL_H_
 #define ECD_LIB_STORE_STORE_TEST_UTIL_H_
 
@@ -19,6 +20,8 @@
 
 namespace ecd::store {
 
+// Serves `data` in reads of at most `chunk` bytes; with `fail_at` > 0, every Read from byte
+// `fail_at` on fails with Cancelled. Borrows `data`, which must outlive it.
 class VectorSource : public ByteSource {
  public:
   explicit VectorSource(const std::vector<uint8_t>& data, size_t chunk = 7777, size_t fail_at = 0)
@@ -38,6 +41,7 @@ class VectorSource : public ByteSource {
   size_t at_ = 0;
 };
 
+// Collects the bytes written to it, and the sum of their `reconstructed` counts.
 class VectorSink : public ByteSink {
  public:
   absl::Status Start(uint64_t size) override {
@@ -54,6 +58,7 @@ class VectorSink : public ByteSink {
   uint64_t size_ = 0;
 };
 
+// `n` pseudo-random bytes, the same for the same seed.
 inline std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> v(n);
@@ -75,6 +80,7 @@ inline uint64_t CounterSum(const std::vector<DeviceStatus>& devices, const std::
 // A fresh store of 8 devices of 16 MiB with 4 KiB blocks in a temporary directory per test,
 // with helpers to store, read and damage objects. Its memory limit leaves 32 MiB of stripe
 // memory, all of it the DMA arena, as a daemon's would be: stripe buffers are reused arena runs.
+// Clobber, Snapshot and Restore reach into the namespace files and assume the default 4 KiB LBAs.
 class TempStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {

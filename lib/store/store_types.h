@@ -1,5 +1,6 @@
 // The values the Store takes and returns: encode parameters, update results, object and device
-// health, recover options and progress, and the store's statistics. Plain data.
+// health, recover options and progress, and the store's statistics. Plain data: no locking, no
+// references (a RecoverOptions' callbacks are borrowed for the Recover call they are passed to).
 #ifndef ECD_LIB_STORE_STORE_TYPES_H_
 #define ECD_LIB_STORE_STORE_TYPES_H_
 
@@ -68,7 +69,8 @@ struct RecoverProgress {
 struct RecoverOptions {
   // Blocks for which this returns true are moved to another device even when they read back
   // good (their bytes are checked against the stored CRC first); used to evacuate a failing
-  // device or a media range a device reported bad. Called with the store's locks not held.
+  // device or a media range a device reported bad. Called on Recover's thread with the object's
+  // exclusive lock held (no other store lock): it must not make requests on that object.
   std::function<bool(const BlockRecord&)> evict;
   // Scrub: also encode each stripe's data and compare the result with its stored parity. A
   // parity block that passes its CRC32C but differs is rewritten: data blocks that pass their

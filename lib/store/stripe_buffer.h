@@ -1,5 +1,8 @@
 // A stripe's buffer (M+K blocks in the DMA arena where it can be) and the set of them one
 // request holds with its memory reservation. Internal to lib/store.
+//
+// Thread safety: none; the request that owns a buffer hands it to an EC worker or to the devices'
+// I/O and waits for them before it touches it again.
 #ifndef ECD_LIB_STORE_STRIPE_BUFFER_H_
 #define ECD_LIB_STORE_STRIPE_BUFFER_H_
 
@@ -16,7 +19,8 @@ namespace ecd::store {
 
 // One stripe of M+K blocks (in the DMA arena where it can be). Each block has `stride` bytes
 // (its size rounded up to whole LBAs, the unit of I/O); the checksum and the code cover the
-// first block_size bytes.
+// first block_size bytes. Owns its memory; the views point into it. REQUIRES: block_size <=
+// stride, and memory.get() checked non-null before any block is used (the mapping may fail).
 struct StripeBuffer {
   StripeBuffer(int blocks, uint64_t block_size, uint64_t stride, nvme::HostMemory* arena)
       : block_size(block_size), stride(stride), memory(arena, blocks * stride) {
@@ -34,7 +38,7 @@ struct StripeBuffer {
 };
 
 // The stripe buffers of one request and the budget they were reserved from; the buffers go
-// first, then the reservation.
+// first, then the reservation. Must not outlive the MemoryBudget nor the DMA arena.
 struct StripeSet {
   MemoryBudget::Reservation reservation;
   std::vector<std::unique_ptr<StripeBuffer>> buffers;

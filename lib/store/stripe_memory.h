@@ -4,8 +4,7 @@
 // registered with every device's io_uring as fixed buffers, so the blocks move with no copy and
 // no per-I/O page pinning (docs/nvme.md, "Memory registered for DMA"). Otherwise (no arena, a
 // full or a fragmented one) it is memory mapped for this buffer alone, which the devices stage
-// through their pools: moving it in place with plain I/O, the kernel pinning its pages on every
-// operation, measured slower than that copy (docs/benchmarks.md).
+// through their pools.
 #ifndef ECD_LIB_STORE_STRIPE_MEMORY_H_
 #define ECD_LIB_STORE_STRIPE_MEMORY_H_
 
