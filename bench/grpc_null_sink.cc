@@ -26,9 +26,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/data_message.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/util/malloc_policy.h"
+#include "wire/data_message.h"
+#include "wire/raw_methods.h"
 
 namespace {
 
@@ -44,8 +45,8 @@ constexpr uint32_t kDefaultDataBlocks = 4;
 constexpr uint32_t kDefaultParityBlocks = 2;
 constexpr uint64_t kDefaultBlockSize = 1 << 20;
 
-// ecd's Read messages carry up to kReadChunk bytes of data each (daemon/data_message.h).
-using ecd::daemon::kReadChunk;
+// ecd's Read messages carry up to kReadChunk bytes of data each (wire/data_message.h).
+using ecd::wire::kReadChunk;
 // The full Read messages the sink cycles through: 64 MiB, more than the caches hold, so that the
 // kernel copies them into the socket from memory, as it copies ecd's freshly read stripes.
 constexpr size_t kReadMessages = 64;
@@ -71,14 +72,12 @@ grpc::Slice ReadMessage(const v1::ObjectInfo* object, size_t n) {
 class NullObjects final : public v1::Objects::Service {
  public:
   NullObjects() {
-    MarkMethodStreamed(ecd::daemon::ObjectsMethodIndex("Encode"),
-                       new grpc::internal::ClientStreamingHandler<NullObjects, grpc::ByteBuffer,
-                                                                  v1::EncodeResponse>(
-                           std::mem_fn(&NullObjects::EncodeFromBytes), this));
+    MarkMethodStreamed(ecd::wire::ObjectsMethodIndex("Encode"),
+                       ecd::wire::RawRequestsHandler(&NullObjects::EncodeFromBytes, this));
     // Read as ecd serves it: the request parsed, the responses written as raw bytes.
     MarkMethodStreamed(
-        ecd::daemon::ObjectsMethodIndex("Read"),
-        new grpc::internal::SplitServerStreamingHandler<v1::ReadRequest, grpc::ByteBuffer>(
+        ecd::wire::ObjectsMethodIndex("Read"),
+        ecd::wire::RawResponsesHandler<v1::ReadRequest>(
             [this](grpc::ServerContext* context,
                    grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
               return ReadFromBytes(context, stream);
@@ -133,13 +132,13 @@ class NullObjects final : public v1::Objects::Service {
                                grpc::ServerReader<grpc::ByteBuffer>* reader,
                                v1::EncodeResponse* response) {
     v1::EncodeHeader header, later;
-    absl::StatusOr<ecd::daemon::DataMessage> first =
-        ecd::daemon::ReadFirstMessage(reader, "Encode", "name, shape", &header);
+    absl::StatusOr<ecd::wire::DataMessage> first =
+        ecd::wire::ReadFirstMessage(reader, "Encode", "name, shape", &header);
     if (!first.ok()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           std::string(first.status().message()));
     }
-    ecd::daemon::DataMessage message = *std::move(first);
+    ecd::wire::DataMessage message = *std::move(first);
     grpc::ByteBuffer raw;
     uint64_t bytes = message.data_size();
     uint64_t messages = 1;

@@ -41,13 +41,14 @@
 #include "client/complete.h"
 #include "client/help.h"
 #include "client/progress.h"
-#include "daemon/data_message.h"
 #include "ecd/tools/ecctl.pb.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/cxl/event_record.h"
 #include "lib/cxl/mailbox.h"
 #include "lib/util/malloc_policy.h"
 #include "lib/util/size.h"
+#include "wire/data_message.h"
+#include "wire/raw_methods.h"
 
 namespace {
 
@@ -234,11 +235,7 @@ class Client {
   std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> RawWriter(const char* method,
                                                                   grpc::ClientContext* context,
                                                                   Response* response) {
-    const grpc::internal::RpcMethod rpc(method, grpc::internal::RpcMethod::CLIENT_STREAMING,
-                                        channel_);
-    return std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>>(
-        grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), rpc, context,
-                                                                      response));
+    return ecd::wire::OpenRawWriter(channel_, method, context, response);
   }
   // A server stream of `method` ("/ecd.v1.Objects/Read") whose responses are read as raw bytes
   // (each a serialized response), so that SaveStream writes their data field to the output
@@ -247,11 +244,7 @@ class Client {
   std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> RawReader(const char* method,
                                                                   grpc::ClientContext* context,
                                                                   const Request& request) {
-    const grpc::internal::RpcMethod rpc(method, grpc::internal::RpcMethod::SERVER_STREAMING,
-                                        channel_);
-    return std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>>(
-        grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), rpc, context,
-                                                                      request));
+    return ecd::wire::OpenRawReader(channel_, method, context, request);
   }
   v1::Devices::Stub& devices() { return *devices_; }
   v1::Rebuilds::Stub& rebuilds() { return *rebuilds_; }
@@ -608,7 +601,7 @@ Streamed SaveStream(Client& c, const std::string& what, grpc::ClientContext& con
   Streamed got;
   uint64_t expected = 0;
   grpc::ByteBuffer raw;
-  ecd::daemon::DataMessage chunk;
+  ecd::wire::DataMessage chunk;
   v1::ReadResponse fields;  // All but the data, which stays in gRPC's slices.
   while (stream.Read(&raw)) {
     if (absl::Status s = chunk.ParseAround(&raw, v1::ReadResponse::kDataFieldNumber, &fields);

@@ -18,9 +18,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "daemon/data_message.h"
 #include "lib/store/store_admin.h"
 #include "lib/util/log.h"
+#include "wire/data_message.h"
 
 namespace ecd::daemon {
 namespace {
@@ -191,7 +191,7 @@ DaemonMetrics::DaemonMetrics(const std::string& version)
     for (int j = 0; j < service->method_count(); ++j) {
       const std::string path =
           absl::StrCat("/", service->full_name(), "/", service->method(j)->name());
-      const bool raw = absl::c_linear_search(kRawRequestMethods, path);
+      const bool raw = absl::c_linear_search(wire::kRawRequestMethods, path);
       rpc_series_[path] =
           add(path, raw ? RpcSeries::Body::kByteBuffer : RpcSeries::Body::kProtobuf);
     }

@@ -20,9 +20,10 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/auth.h"
 #include "daemon/convert.h"
-#include "daemon/data_message.h"
 #include "daemon/stream_idle.h"
 #include "lib/store/store_admin.h"
+#include "wire/data_message.h"
+#include "wire/raw_methods.h"
 
 namespace ecd::daemon {
 namespace {
@@ -65,21 +66,22 @@ store::Interrupt InterruptOf(grpc::ServerContext* context) {
   return interrupt;
 }
 
-// ReadFirstMessage, timed by `idle` as a wait for the client.
-absl::StatusOr<DataMessage> ReadFirstTimed(StreamIdleTimer* idle, grpc::ServerContext* context,
-                                           grpc::ServerReader<grpc::ByteBuffer>* reader,
-                                           const char* what, absl::string_view method,
-                                           absl::string_view fields,
-                                           google::protobuf::MessageLite* header) {
+// wire::ReadFirstMessage, timed by `idle` as a wait for the client.
+absl::StatusOr<wire::DataMessage> ReadFirstTimed(StreamIdleTimer* idle,
+                                                 grpc::ServerContext* context,
+                                                 grpc::ServerReader<grpc::ByteBuffer>* reader,
+                                                 const char* what, absl::string_view method,
+                                                 absl::string_view fields,
+                                                 google::protobuf::MessageLite* header) {
   StreamIdleTimer::Waiting wait(idle, context, what, StreamIdleTimer::kSending);
-  absl::StatusOr<DataMessage> first = ReadFirstMessage(reader, method, fields, header);
+  absl::StatusOr<wire::DataMessage> first = wire::ReadFirstMessage(reader, method, fields, header);
   if (wait.Done()) return wait.status();
   return first;
 }
 
 // Feeds the data of a client stream (Encode or Update) to the store, the first message's bytes
 // included, copying each message's data straight from gRPC's slices into the store's buffer
-// (DataMessage). Only the first message may carry a header (of type Header). At most
+// (wire::DataMessage). Only the first message may carry a header (of type Header). At most
 // `max_bytes` are taken (the stream fails as soon as more arrive, with `refused`), and when
 // `declared` is set the stream must carry exactly that many. Each wait for a message is timed by
 // the StreamIdleTimer (set_idle_timer): a client that sends nothing for its timeout is cancelled.
@@ -87,8 +89,8 @@ template <typename Header>
 class StreamSource final : public store::ByteSource {
  public:
   StreamSource(grpc::ServerContext* context, grpc::ServerReader<grpc::ByteBuffer>* reader,
-               DataMessage first, const char* what, uint64_t max_bytes, std::string limit_text,
-               std::optional<uint64_t> declared = std::nullopt)
+               wire::DataMessage first, const char* what, uint64_t max_bytes,
+               std::string limit_text, std::optional<uint64_t> declared = std::nullopt)
       : context_(context),
         reader_(reader),
         current_(std::move(first)),
@@ -144,7 +146,7 @@ class StreamSource final : public store::ByteSource {
   // Receives the next message into current_ (done_ at the end of the stream or on an error).
   absl::Status Next() {
     at_ = 0;
-    current_ = DataMessage();  // Nothing of the last message can be read again.
+    current_ = wire::DataMessage();  // Nothing of the last message can be read again.
     StreamIdleTimer::Waiting wait(idle_, context_, what_, StreamIdleTimer::kSending);
     const bool got = reader_->Read(&raw_);
     if (wait.Done()) {
@@ -200,7 +202,7 @@ class StreamSource final : public store::ByteSource {
 
   grpc::ServerContext* const context_;
   grpc::ServerReader<grpc::ByteBuffer>* const reader_;
-  DataMessage current_;
+  wire::DataMessage current_;
   grpc::ByteBuffer raw_;  // The message being received.
   Header scratch_;        // Where a (refused) header of a later message is parsed to.
   const char* const what_;
@@ -215,8 +217,8 @@ class StreamSource final : public store::ByteSource {
   std::optional<Limit> refused_;
 };
 
-// Packs the bytes the store reads into ReadResponse messages of up to kReadChunk bytes, built as
-// gRPC slices: a small one in front with the other fields and the data field's tag and length
+// Packs the bytes the store reads into ReadResponse messages of up to wire::kReadChunk bytes, built
+// as gRPC slices: a small one in front with the other fields and the data field's tag and length
 // (protobuf's wire format; data is field 1), then the data. What the store passes pinned
 // (WritePinned: a read's blocks) is sent from the store's stripe buffer itself, in slices that
 // hold the pin until gRPC lets go of them, in pieces of at least kPinAtLeast bytes; shorter
@@ -234,7 +236,7 @@ class StreamSource final : public store::ByteSource {
 class ReadStreamSink final : public store::ByteSink {
  public:
   // Read's or GetBlock's stream (grpc::ServerSplitStreamer<Request, grpc::ByteBuffer>).
-  using Streamer = grpc::internal::WriterInterface<grpc::ByteBuffer>;
+  using Streamer = wire::RawResponseWriter;
 
   // `what` ("read") names the call for the idle timer; it must outlive the sink.
   ReadStreamSink(grpc::ServerContext* context, Streamer* stream, StreamIdleTimer* idle,
@@ -264,20 +266,21 @@ class ReadStreamSink final : public store::ByteSink {
   }
 
   uint64_t held_bytes(uint64_t length) const override {
-    const uint64_t messages = std::clamp<uint64_t>((length + kReadChunk - 1) / kReadChunk, 1, 4);
-    return messages * (kRoom + kReadChunk);
+    const uint64_t messages =
+        std::clamp<uint64_t>((length + wire::kReadChunk - 1) / wire::kReadChunk, 1, 4);
+    return messages * (kRoom + wire::kReadChunk);
   }
 
   absl::Status Write(absl::Span<const uint8_t> data, uint32_t reconstructed) override {
     if (absl::Status s = Begin(reconstructed); !s.ok()) return s;
     while (!data.empty()) {
-      if (!copy_.has_value()) copy_ = grpc_slice_malloc(kReadChunk);
-      const size_t n = std::min(kReadChunk - filled_, data.size());
+      if (!copy_.has_value()) copy_ = grpc_slice_malloc(wire::kReadChunk);
+      const size_t n = std::min(wire::kReadChunk - filled_, data.size());
       std::memcpy(GRPC_SLICE_START_PTR(*copy_) + copy_end_, data.data(), n);
       copy_end_ += n;
       filled_ += n;
       data.remove_prefix(n);
-      if (filled_ == kReadChunk) {
+      if (filled_ == wire::kReadChunk) {
         if (absl::Status s = Send(); !s.ok()) return s;
       }
     }
@@ -298,7 +301,7 @@ class ReadStreamSink final : public store::ByteSink {
     if (absl::Status s = Begin(reconstructed); !s.ok()) return s;
     while (!data.empty()) {
       if (data.size() < kPinAtLeast) return Write(data, 0);  // A short tail is copied.
-      const size_t n = std::min(kReadChunk - filled_, data.size());
+      const size_t n = std::min(wire::kReadChunk - filled_, data.size());
       TakeCopied();
       // The slice owns a copy of the pin, dropped when gRPC and this sink are done with it.
       parts_.emplace_back(
@@ -309,7 +312,7 @@ class ReadStreamSink final : public store::ByteSink {
           grpc::Slice::STEAL_REF);
       filled_ += n;
       data.remove_prefix(n);
-      if (filled_ == kReadChunk || data.empty()) {
+      if (filled_ == wire::kReadChunk || data.empty()) {
         if (absl::Status s = Send(); !s.ok()) return s;
       }
     }
@@ -337,7 +340,7 @@ class ReadStreamSink final : public store::ByteSink {
   static constexpr size_t kRoom = 64;
   // Smaller pinned pieces are copied (so are blocks this small): every pinned piece ends its
   // message, and messages this short would cost more than the copy.
-  static constexpr size_t kPinAtLeast = kReadChunk / 2;
+  static constexpr size_t kPinAtLeast = wire::kReadChunk / 2;
   static constexpr uint32_t kDataTag = google::protobuf::internal::WireFormatLite::MakeTag(
       1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED);  // data
 
@@ -451,7 +454,7 @@ class ReadStreamSink final : public store::ByteSink {
   std::atomic<bool> idle_status_{false};  // The idle timer cancelled the call.
   v1::ReadResponse fields_;               // Every field but data, for the next message.
   std::vector<grpc::Slice> parts_;        // The next message's data so far, in order.
-  std::optional<grpc_slice> copy_;        // Where Write copies to (kReadChunk bytes).
+  std::optional<grpc_slice> copy_;        // Where Write copies to (wire::kReadChunk bytes).
   size_t copy_begin_ = 0, copy_end_ = 0;  // copy_'s bytes not yet in parts_.
   size_t filled_ = 0;                     // Data bytes of the next message.
   bool sent_any_ = false;
@@ -488,32 +491,26 @@ std::optional<grpc::Status> ReadRequestOf(
 ObjectsService::ObjectsService(store::Store* store, repair::Scrubber* scrubber,
                                const repair::ScrubberOptions& scrub_options)
     : store_(store), scrubber_(scrubber), scrub_options_(scrub_options) {
-  // grpc::Service's hook for replacing a sync method's handler: the same client-streaming
-  // handler the generated code installs, reading grpc::ByteBuffer instead of a parsed message.
-  // (gRPC then registers the method as bidi-streaming, which changes nothing for a sync server.)
-  using EncodeHandler =
-      grpc::internal::ClientStreamingHandler<ObjectsService, grpc::ByteBuffer, v1::EncodeResponse>;
-  using UpdateHandler =
-      grpc::internal::ClientStreamingHandler<ObjectsService, grpc::ByteBuffer, v1::UpdateResponse>;
-  MarkMethodStreamed(ObjectsMethodIndex("Encode"),
-                     new EncodeHandler(std::mem_fn(&ObjectsService::EncodeFromBytes), this));
-  MarkMethodStreamed(ObjectsMethodIndex("Update"),
-                     new UpdateHandler(std::mem_fn(&ObjectsService::UpdateFromBytes), this));
-  // Read and GetBlock send their responses as raw bytes (ReadStreamSink builds them); the one
-  // request is read from the stream, as gRPC's split-streaming handler does.
+  // grpc::Service's hook for replacing a sync method's handler: the same handlers the generated
+  // code installs, typed for raw bytes (wire/raw_methods.h). Encode and Update read their
+  // requests as raw bytes (gRPC then registers them as bidi-streaming, which changes nothing for
+  // a sync server); Read and GetBlock send their responses so (ReadStreamSink builds them).
+  MarkMethodStreamed(wire::ObjectsMethodIndex("Encode"),
+                     wire::RawRequestsHandler(&ObjectsService::EncodeFromBytes, this));
+  MarkMethodStreamed(wire::ObjectsMethodIndex("Update"),
+                     wire::RawRequestsHandler(&ObjectsService::UpdateFromBytes, this));
+  MarkMethodStreamed(wire::ObjectsMethodIndex("Read"),
+                     wire::RawResponsesHandler<v1::ReadRequest>(
+                         [this](grpc::ServerContext* context,
+                                grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* s) {
+                           return ReadFromBytes(context, s);
+                         }));
   MarkMethodStreamed(
-      ObjectsMethodIndex("Read"),
-      new grpc::internal::SplitServerStreamingHandler<v1::ReadRequest, grpc::ByteBuffer>(
+      wire::ObjectsMethodIndex("GetBlock"),
+      wire::RawResponsesHandler<v1::GetBlockRequest>(
           [this](grpc::ServerContext* context,
-                 grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
-            return ReadFromBytes(context, stream);
-          }));
-  MarkMethodStreamed(
-      ObjectsMethodIndex("GetBlock"),
-      new grpc::internal::SplitServerStreamingHandler<v1::GetBlockRequest, grpc::ByteBuffer>(
-          [this](grpc::ServerContext* context,
-                 grpc::ServerSplitStreamer<v1::GetBlockRequest, grpc::ByteBuffer>* stream) {
-            return GetBlockFromBytes(context, stream);
+                 grpc::ServerSplitStreamer<v1::GetBlockRequest, grpc::ByteBuffer>* s) {
+            return GetBlockFromBytes(context, s);
           }));
 }
 
@@ -524,7 +521,7 @@ grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::EncodeHeader h;
-  absl::StatusOr<DataMessage> first =
+  absl::StatusOr<wire::DataMessage> first =
       ReadFirstTimed(idle_, context, reader, "encode", "Encode", "name, shape", &h);
   if (!first.ok()) return ToGrpc(first.status());
   store::EncodeParams params;
@@ -581,7 +578,7 @@ grpc::Status ObjectsService::UpdateFromBytes(grpc::ServerContext* context,
   auto admit = RequestLimiter::Admit(limiter_, context);
   if (!admit.ok()) return admit.status();
   v1::UpdateHeader h;
-  absl::StatusOr<DataMessage> first =
+  absl::StatusOr<wire::DataMessage> first =
       ReadFirstTimed(idle_, context, reader, "update", "Update", "name, offset", &h);
   if (!first.ok()) return ToGrpc(first.status());
   // Only an append can grow an object; other updates are bounded by its size already.

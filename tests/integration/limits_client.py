@@ -237,7 +237,7 @@ def check_message_size():
 
 
 def check_later_messages():
-    """Encode and Update requests are parsed from gRPC's raw bytes (daemon/data_message.h): a
+    """Encode and Update requests are parsed from gRPC's raw bytes (wire/data_message.h): a
     header on a later message, or a later message that is not valid protobuf, fails the call by
     name and stores nothing."""
     IA = grpc.StatusCode.INVALID_ARGUMENT

@@ -6,7 +6,8 @@ Usage: check_layers.py SOURCE_DIR
 Each folder of lib/ may include only the folders listed for it below (and itself). Tests
 (*_test.cc, *_test_util.h) may also include lib/fault, whose failing namespaces they drive. A
 folder that is not listed is an error too: a new folder takes its place in the table first.
-A folder's internal headers (INTERNAL) are included only from within that folder, anywhere in
+Top-level folders (TOP) may include only the folders listed for them: lib/ nothing above it, the
+client nothing of the daemon. A folder's internal headers (INTERNAL) are included only from within that folder, anywhere in
 the tree.
 """
 
@@ -35,12 +36,36 @@ INTERNAL = {
     "lib/store/store_core.h", "lib/store/store_flows.h", "lib/store/store_device.h",
     "lib/store/stripe_buffer.h", "lib/store/object_locks.h", "lib/catalog/sqlite_statement.h",
 }
+# The top-level folders and the project folders each may include ("lib" is any lib/ folder).
+TOP = {
+    "lib": {"lib"},
+    "wire": set(),
+    "daemon": {"lib", "wire", "daemon"},
+    "client": {"lib", "wire", "client"},
+    "bench": {"lib", "wire", "bench"},
+}
+TOP_INCLUDE = re.compile(r'^\s*#\s*include\s+"(lib|wire|daemon|client|bench|tests)/', re.MULTILINE)
 ANY_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"lib/([a-z_]+)/', re.MULTILINE)
 
 
 def is_test(path):
     return path.name.endswith("_test.cc") or path.name.endswith("_test_util.h")
+
+
+def top_errors(root):
+    """Includes of a top-level folder that its folder may not use (TOP)."""
+    errors = []
+    for top, allowed in TOP.items():
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix not in (".h", ".cc") or not path.is_file():
+                continue
+            for used in TOP_INCLUDE.findall(path.read_text()):
+                if used not in allowed | {top}:
+                    errors.append("%s includes %s/, which %s/ may not use (allowed: %s)" %
+                                  (path.relative_to(root), used, top,
+                                   ", ".join(sorted(allowed - {top})) or "nothing"))
+    return errors
 
 
 def internal_errors(root):
@@ -74,6 +99,7 @@ def main():
                 errors.append("%s includes lib/%s/, which lib/%s may not use (allowed: %s)" %
                               (path.relative_to(lib.parent), used, folder,
                                ", ".join(sorted(allowed - {folder})) or "nothing"))
+    errors += top_errors(lib.parent)
     errors += internal_errors(lib.parent)
     for e in errors:
         print(e, file=sys.stderr)

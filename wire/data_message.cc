@@ -1,6 +1,6 @@
 // DataMessage: the protobuf wire format of EncodeRequest/UpdateRequest and ReadResponse, read
 // over gRPC's slices.
-#include "daemon/data_message.h"
+#include "wire/data_message.h"
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/io/coded_stream.h>
@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "ecd/v1/ecd.pb.h"
 
-namespace ecd::daemon {
+namespace ecd::wire {
 namespace {
 
 using Piece = absl::Span<const uint8_t>;
@@ -379,4 +379,4 @@ size_t DataMessage::CopyData(uint64_t offset, absl::Span<uint8_t> out) const {
   return copied;
 }
 
-}  // namespace ecd::daemon
+}  // namespace ecd::wire

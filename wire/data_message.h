@@ -4,8 +4,8 @@
 // ecctl's output), instead of twice (protobuf would first copy them into a std::string).
 // ObjectsService receives these two methods as raw grpc::ByteBuffers for that, and ecctl
 // receives Read and GetBlock responses so.
-#ifndef ECD_DAEMON_DATA_MESSAGE_H_
-#define ECD_DAEMON_DATA_MESSAGE_H_
+#ifndef ECD_WIRE_DATA_MESSAGE_H_
+#define ECD_WIRE_DATA_MESSAGE_H_
 
 #include <google/protobuf/message_lite.h>
 #include <grpcpp/support/byte_buffer.h>
@@ -22,7 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 
-namespace ecd::daemon {
+namespace ecd::wire {
 
 // The methods whose requests ObjectsService reads as raw ByteBuffers (and parses with
 // DataMessage); interceptors see those messages as grpc::ByteBuffer, not protobuf.
@@ -91,6 +91,6 @@ absl::StatusOr<DataMessage> ReadFirstMessage(grpc::ServerReader<grpc::ByteBuffer
                                              absl::string_view method, absl::string_view fields,
                                              google::protobuf::MessageLite* header);
 
-}  // namespace ecd::daemon
+}  // namespace ecd::wire
 
-#endif  // ECD_DAEMON_DATA_MESSAGE_H_
+#endif  // ECD_WIRE_DATA_MESSAGE_H_

@@ -2,7 +2,7 @@
 // give the same header and data, and the same verdict on malformed input. One difference: a
 // header name that is not UTF-8 is kept as it came (for the name rules to refuse), where
 // protobuf refuses the message and logs an ERROR line.
-#include "daemon/data_message.h"
+#include "wire/data_message.h"
 
 #include <google/protobuf/stubs/logging.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 
 #include "ecd/v1/ecd.pb.h"
 
-namespace ecd::daemon {
+namespace ecd::wire {
 namespace {
 
 // The bytes as a ByteBuffer of slices cut at `cuts` (sorted offsets; repeats give empty slices).
@@ -422,4 +422,4 @@ TEST(DataMessageTest, CopyDataStopsAtTheEnd) {
 }
 
 }  // namespace
-}  // namespace ecd::daemon
+}  // namespace ecd::wire
