@@ -6,6 +6,7 @@
 #include <string>
 
 #include "daemon/auth.h"
+#include "daemon/call_gate.h"
 #include "daemon/request_limiter.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "lib/store/store.h"
@@ -19,8 +20,8 @@ class CatalogService final : public v1::Catalog::Service {
   CatalogService(store::Store* store, std::string data_dir)
       : store_(store), data_dir_(std::move(data_dir)) {}
   // Both may be null (no checks, no limits) and must outlive the service. Call before serving.
-  void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
-  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+  void SetLimits(RequestLimiter* limiter) { gate_.set_limiter(limiter); }
+  void set_authorizer(const Authorizer* auth) { gate_.set_authorizer(auth); }
 
   grpc::Status Backup(grpc::ServerContext* context, const v1::CatalogBackupRequest* request,
                       grpc::ServerWriter<v1::CatalogBackupChunk>* writer) override;
@@ -28,8 +29,7 @@ class CatalogService final : public v1::Catalog::Service {
  private:
   store::Store* const store_;
   const std::string data_dir_;
-  const Authorizer* auth_ = nullptr;
-  RequestLimiter* limiter_ = nullptr;
+  CallGate gate_{v1::Catalog::service_full_name()};  // Authorize and admit every call.
   std::atomic<uint64_t> next_{0};
 };
 

@@ -169,125 +169,122 @@ absl::StatusOr<cxl::EventRecord> RecordFromInject(const v1::CxlInjectRequest& r)
 
 grpc::Status CxlService::Inject(grpc::ServerContext* context, const v1::CxlInjectRequest* request,
                                 v1::CxlInjectResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/Inject"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) return NoDevice(request->device());
-  absl::StatusOr<cxl::EventRecord> record = RecordFromInject(*request);
-  if (!record.ok()) return Bad(std::string(record.status().message()));
-  absl::StatusOr<cxl::InsertResult> r =
-      dev->InsertRecord(*LogOf(request->log()), cxl::EncodeRecord(*record));
-  if (!r.ok()) return Bad(std::string(r.status().message()));
-  response->set_handle(r->handle);
-  response->set_interrupt_raised(r->interrupt_raised);
-  response->set_overflowed(!r->stored);
-  return grpc::Status::OK;
+  return gate_.Run(context, "Inject", [&]() -> grpc::Status {
+    cxl::EventLogDevice* dev = monitor_->device(request->device());
+    if (dev == nullptr) return NoDevice(request->device());
+    absl::StatusOr<cxl::EventRecord> record = RecordFromInject(*request);
+    if (!record.ok()) return Bad(std::string(record.status().message()));
+    absl::StatusOr<cxl::InsertResult> r =
+        dev->InsertRecord(*LogOf(request->log()), cxl::EncodeRecord(*record));
+    if (!r.ok()) return Bad(std::string(r.status().message()));
+    response->set_handle(r->handle);
+    response->set_interrupt_raised(r->interrupt_raised);
+    response->set_overflowed(!r->stored);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status CxlService::GetEventRecords(grpc::ServerContext* context,
                                          const v1::CxlGetEventRecordsRequest* request,
                                          v1::CxlGetEventRecordsResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/GetEventRecords"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) return NoDevice(request->device());
-  absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
-  if (!log.ok()) return Bad(std::string(log.status().message()));
-  cxl::MailboxResponse m =
-      dev->Execute(cxl::kOpGetEventRecords, cxl::GetEventRecordsInput{*log}.Encode());
-  response->set_return_code(std::string(cxl::ReturnCodeName(m.rc)));
-  if (m.rc != cxl::ReturnCode::kSuccess) return FromReturnCode(m.rc, "Get Event Records");
-  absl::StatusOr<cxl::GetEventRecordsOutput> out = cxl::GetEventRecordsOutput::Decode(m.output);
-  if (!out.ok())
-    return grpc::Status(grpc::StatusCode::INTERNAL, std::string(out.status().message()));
-  response->set_overflow(out->overflow);
-  response->set_more_records(out->more_records);
-  response->set_overflow_count(out->overflow_count);
-  response->set_first_overflow_timestamp(out->first_overflow_ts);
-  response->set_last_overflow_timestamp(out->last_overflow_ts);
-  for (const cxl::RawEventRecord& raw : out->records) {
-    v1::CxlEventRecord* r = response->add_records();
-    r->set_handle(cxl::RecordHandle(raw));
-    r->set_raw(std::string(raw.begin(), raw.end()));
-    absl::StatusOr<cxl::EventRecord> rec = cxl::DecodeRecord(raw);
-    if (rec.ok()) r->set_json(cxl::RecordToJson(*rec, cxl::EventLogName(*log)));
-  }
-  return grpc::Status::OK;
+  return gate_.Run(context, "GetEventRecords", [&]() -> grpc::Status {
+    cxl::EventLogDevice* dev = monitor_->device(request->device());
+    if (dev == nullptr) return NoDevice(request->device());
+    absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
+    if (!log.ok()) return Bad(std::string(log.status().message()));
+    cxl::MailboxResponse m =
+        dev->Execute(cxl::kOpGetEventRecords, cxl::GetEventRecordsInput{*log}.Encode());
+    response->set_return_code(std::string(cxl::ReturnCodeName(m.rc)));
+    if (m.rc != cxl::ReturnCode::kSuccess) return FromReturnCode(m.rc, "Get Event Records");
+    absl::StatusOr<cxl::GetEventRecordsOutput> out = cxl::GetEventRecordsOutput::Decode(m.output);
+    if (!out.ok())
+      return grpc::Status(grpc::StatusCode::INTERNAL, std::string(out.status().message()));
+    response->set_overflow(out->overflow);
+    response->set_more_records(out->more_records);
+    response->set_overflow_count(out->overflow_count);
+    response->set_first_overflow_timestamp(out->first_overflow_ts);
+    response->set_last_overflow_timestamp(out->last_overflow_ts);
+    for (const cxl::RawEventRecord& raw : out->records) {
+      v1::CxlEventRecord* r = response->add_records();
+      r->set_handle(cxl::RecordHandle(raw));
+      r->set_raw(std::string(raw.begin(), raw.end()));
+      absl::StatusOr<cxl::EventRecord> rec = cxl::DecodeRecord(raw);
+      if (rec.ok()) r->set_json(cxl::RecordToJson(*rec, cxl::EventLogName(*log)));
+    }
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status CxlService::ClearEventRecords(grpc::ServerContext* context,
                                            const v1::CxlClearEventRecordsRequest* request,
                                            v1::CxlClearEventRecordsResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/ClearEventRecords"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) return NoDevice(request->device());
-  absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
-  if (!log.ok()) return Bad(std::string(log.status().message()));
-  if (request->handles_size() > static_cast<int>(cxl::ClearEventRecordsInput::kMaxHandles)) {
-    return Bad("at most 255 handles per clear");
-  }
-  cxl::ClearEventRecordsInput in;
-  in.log = *log;
-  in.clear_all = request->clear_all();
-  for (uint32_t h : request->handles()) {
-    if (h == 0 || h > 0xFFFF) return Bad(absl::StrCat("handle ", h, " is not 1..65535"));
-    in.handles.push_back(static_cast<uint16_t>(h));
-  }
-  cxl::MailboxResponse m = dev->Execute(cxl::kOpClearEventRecords, in.Encode());
-  response->set_return_code(std::string(cxl::ReturnCodeName(m.rc)));
-  if (in.clear_all && m.rc == cxl::ReturnCode::kInvalidInput) {
-    return Bad(
-        "Clear Event Records: Invalid Input: Clear All is only allowed on an overflowed log "
-        "and without handles; clear by handle instead");
-  }
-  return FromReturnCode(m.rc, "Clear Event Records");
+  return gate_.Run(context, "ClearEventRecords", [&]() -> grpc::Status {
+    cxl::EventLogDevice* dev = monitor_->device(request->device());
+    if (dev == nullptr) return NoDevice(request->device());
+    absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
+    if (!log.ok()) return Bad(std::string(log.status().message()));
+    if (request->handles_size() > static_cast<int>(cxl::ClearEventRecordsInput::kMaxHandles)) {
+      return Bad("at most 255 handles per clear");
+    }
+    cxl::ClearEventRecordsInput in;
+    in.log = *log;
+    in.clear_all = request->clear_all();
+    for (uint32_t h : request->handles()) {
+      if (h == 0 || h > 0xFFFF) return Bad(absl::StrCat("handle ", h, " is not 1..65535"));
+      in.handles.push_back(static_cast<uint16_t>(h));
+    }
+    cxl::MailboxResponse m = dev->Execute(cxl::kOpClearEventRecords, in.Encode());
+    response->set_return_code(std::string(cxl::ReturnCodeName(m.rc)));
+    if (in.clear_all && m.rc == cxl::ReturnCode::kInvalidInput) {
+      return Bad(
+          "Clear Event Records: Invalid Input: Clear All is only allowed on an overflowed log "
+          "and without handles; clear by handle instead");
+    }
+    return FromReturnCode(m.rc, "Clear Event Records");
+  });
 }
 
 grpc::Status CxlService::GetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlGetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/GetInterruptPolicy"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) return NoDevice(request->device());
-  cxl::MailboxResponse m = dev->Execute(cxl::kOpGetEventInterruptPolicy, {});
-  if (m.rc != cxl::ReturnCode::kSuccess) return FromReturnCode(m.rc, "Get Event Interrupt Policy");
-  absl::StatusOr<cxl::EventInterruptPolicy> p = cxl::EventInterruptPolicy::Decode(m.output);
-  if (!p.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, std::string(p.status().message()));
-  ToProto(*p, response);
-  return grpc::Status::OK;
+  return gate_.Run(context, "GetInterruptPolicy", [&]() -> grpc::Status {
+    cxl::EventLogDevice* dev = monitor_->device(request->device());
+    if (dev == nullptr) return NoDevice(request->device());
+    cxl::MailboxResponse m = dev->Execute(cxl::kOpGetEventInterruptPolicy, {});
+    if (m.rc != cxl::ReturnCode::kSuccess)
+      return FromReturnCode(m.rc, "Get Event Interrupt Policy");
+    absl::StatusOr<cxl::EventInterruptPolicy> p = cxl::EventInterruptPolicy::Decode(m.output);
+    if (!p.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, std::string(p.status().message()));
+    ToProto(*p, response);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status CxlService::SetInterruptPolicy(grpc::ServerContext* context,
                                             const v1::CxlSetInterruptPolicyRequest* request,
                                             v1::CxlInterruptPolicy* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/SetInterruptPolicy"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  cxl::EventLogDevice* dev = monitor_->device(request->device());
-  if (dev == nullptr) return NoDevice(request->device());
-  // Start from the current policy: fields left empty keep their setting.
-  cxl::MailboxResponse cur = dev->Execute(cxl::kOpGetEventInterruptPolicy, {});
-  absl::StatusOr<cxl::EventInterruptPolicy> p = cxl::EventInterruptPolicy::Decode(cur.output);
-  if (!p.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, std::string(p.status().message()));
-  const std::string* fields[] = {&request->policy().informational(), &request->policy().warning(),
-                                 &request->policy().failure(), &request->policy().fatal()};
-  for (int i = 0; i < 4; ++i) {
-    if (fields[i]->empty()) continue;
-    absl::StatusOr<cxl::InterruptMode> mode = ParseMode(*fields[i]);
-    if (!mode.ok()) return Bad(std::string(mode.status().message()));
-    p->logs[i].mode = *mode;
-  }
-  cxl::MailboxResponse m = dev->Execute(cxl::kOpSetEventInterruptPolicy, p->Encode());
-  if (m.rc != cxl::ReturnCode::kSuccess) return FromReturnCode(m.rc, "Set Event Interrupt Policy");
-  v1::CxlGetInterruptPolicyRequest get;
-  get.set_device(request->device());
-  return GetInterruptPolicy(context, &get, response);
+  return gate_.Run(context, "SetInterruptPolicy", [&]() -> grpc::Status {
+    cxl::EventLogDevice* dev = monitor_->device(request->device());
+    if (dev == nullptr) return NoDevice(request->device());
+    // Start from the current policy: fields left empty keep their setting.
+    cxl::MailboxResponse cur = dev->Execute(cxl::kOpGetEventInterruptPolicy, {});
+    absl::StatusOr<cxl::EventInterruptPolicy> p = cxl::EventInterruptPolicy::Decode(cur.output);
+    if (!p.ok()) return grpc::Status(grpc::StatusCode::INTERNAL, std::string(p.status().message()));
+    const std::string* fields[] = {&request->policy().informational(), &request->policy().warning(),
+                                   &request->policy().failure(), &request->policy().fatal()};
+    for (int i = 0; i < 4; ++i) {
+      if (fields[i]->empty()) continue;
+      absl::StatusOr<cxl::InterruptMode> mode = ParseMode(*fields[i]);
+      if (!mode.ok()) return Bad(std::string(mode.status().message()));
+      p->logs[i].mode = *mode;
+    }
+    cxl::MailboxResponse m = dev->Execute(cxl::kOpSetEventInterruptPolicy, p->Encode());
+    if (m.rc != cxl::ReturnCode::kSuccess)
+      return FromReturnCode(m.rc, "Set Event Interrupt Policy");
+    v1::CxlGetInterruptPolicyRequest get;
+    get.set_device(request->device());
+    return GetInterruptPolicy(context, &get, response);
+  });
 }
 
 absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
@@ -386,72 +383,72 @@ absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
 
 grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
                                 v1::CxlIngestResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/Ingest"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  if (const uint64_t n = static_cast<uint64_t>(request->raw_records_size()) +
-                         static_cast<uint64_t>(request->json_lines_size());
-      n > limits_.max_ingest_records) {
-    if (limiter_ != nullptr) limiter_->CountRejection(Limit::kIngestRecords);
-    return Bad(absl::StrCat("the request carries ", n, " records; the limit is ",
-                            limits_.max_ingest_records,
-                            " per call (--max-ingest-records); send them in smaller batches. "
-                            "Nothing ingested"));
-  }
-  // Every record is parsed and checked before any is acted on: a bad one fails the call whole.
-  std::vector<repair::HealthEvent> events;
-  if (request->raw_records_size() > 0) {
-    absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
-    if (!log.ok()) return Bad(std::string(log.status().message()));
-    for (int i = 0; i < request->raw_records_size(); ++i) {
-      const std::string& raw = request->raw_records(i);
-      absl::StatusOr<cxl::EventRecord> rec = cxl::DecodeRecord(
-          absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()));
-      if (!rec.ok()) {
-        return Bad(absl::StrCat("record ", i, ": ", rec.status().message(), "; nothing ingested"));
-      }
-      repair::HealthEvent e = repair::HealthEventFromRecord(request->device(), *log, *rec);
-      if (absl::Status s = policy_->Check(e); !s.ok()) {
-        return Bad(absl::StrCat("record ", i, ": ", s.message(), "; nothing ingested"));
-      }
-      events.push_back(std::move(e));
+  return gate_.Run(context, "Ingest", [&]() -> grpc::Status {
+    if (const uint64_t n = static_cast<uint64_t>(request->raw_records_size()) +
+                           static_cast<uint64_t>(request->json_lines_size());
+        n > limits_.max_ingest_records) {
+      if (gate_.limiter() != nullptr) gate_.limiter()->CountRejection(Limit::kIngestRecords);
+      return Bad(absl::StrCat("the request carries ", n, " records; the limit is ",
+                              limits_.max_ingest_records,
+                              " per call (--max-ingest-records); send them in smaller batches. "
+                              "Nothing ingested"));
     }
-  }
-  for (int i = 0; i < request->json_lines_size(); ++i) {
-    const std::string& line = request->json_lines(i);
-    // Blank lines are skipped, so that "line N" is the Nth line of the file ecctl sent.
-    if (std::all_of(line.begin(), line.end(), absl::ascii_isspace)) continue;
-    absl::StatusOr<repair::HealthEvent> e = HealthEventFromJson(line, request->device());
-    absl::Status s = e.ok() ? policy_->Check(*e) : e.status();
-    if (!s.ok()) return Bad(absl::StrCat("line ", i + 1, ": ", s.message(), "; nothing ingested"));
-    events.push_back(*std::move(e));
-  }
-  for (const repair::HealthEvent& e : events) {
-    response->add_actions(repair::PolicyActionName(policy_->Handle(e)));
-  }
-  response->set_records(static_cast<uint32_t>(events.size()));
-  return grpc::Status::OK;
+    // Every record is parsed and checked before any is acted on: a bad one fails the call whole.
+    std::vector<repair::HealthEvent> events;
+    if (request->raw_records_size() > 0) {
+      absl::StatusOr<cxl::EventLog> log = LogOf(request->log());
+      if (!log.ok()) return Bad(std::string(log.status().message()));
+      for (int i = 0; i < request->raw_records_size(); ++i) {
+        const std::string& raw = request->raw_records(i);
+        absl::StatusOr<cxl::EventRecord> rec = cxl::DecodeRecord(
+            absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(raw.data()), raw.size()));
+        if (!rec.ok()) {
+          return Bad(
+              absl::StrCat("record ", i, ": ", rec.status().message(), "; nothing ingested"));
+        }
+        repair::HealthEvent e = repair::HealthEventFromRecord(request->device(), *log, *rec);
+        if (absl::Status s = policy_->Check(e); !s.ok()) {
+          return Bad(absl::StrCat("record ", i, ": ", s.message(), "; nothing ingested"));
+        }
+        events.push_back(std::move(e));
+      }
+    }
+    for (int i = 0; i < request->json_lines_size(); ++i) {
+      const std::string& line = request->json_lines(i);
+      // Blank lines are skipped, so that "line N" is the Nth line of the file ecctl sent.
+      if (std::all_of(line.begin(), line.end(), absl::ascii_isspace)) continue;
+      absl::StatusOr<repair::HealthEvent> e = HealthEventFromJson(line, request->device());
+      absl::Status s = e.ok() ? policy_->Check(*e) : e.status();
+      if (!s.ok())
+        return Bad(absl::StrCat("line ", i + 1, ": ", s.message(), "; nothing ingested"));
+      events.push_back(*std::move(e));
+    }
+    for (const repair::HealthEvent& e : events) {
+      response->add_actions(repair::PolicyActionName(policy_->Handle(e)));
+    }
+    response->set_records(static_cast<uint32_t>(events.size()));
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status CxlService::GetStats(grpc::ServerContext* context, const v1::CxlStatsRequest* request,
                                   v1::CxlStats* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Cxl/GetStats"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  const repair::CxlMonitorStats s = monitor_->stats();
-  auto& c = *response->mutable_counters();
-  c["interrupts"] = s.interrupts;
-  c["drains"] = s.drains;
-  c["records"] = s.records;
-  c["overflows"] = s.overflows;
-  c["overflowed_records"] = s.overflowed_records;
-  c["decode_errors"] = s.decode_errors;
-  c["drain_errors"] = s.drain_errors;
-  for (const char* a : {"ignore", "count", "rebuild", "evacuate", "fail"}) {
-    c[absl::StrCat("action_", a)] = 0;
-  }
-  for (const auto& [action, n] : policy_->counters()) c[absl::StrCat("action_", action)] = n;
-  return grpc::Status::OK;
+  return gate_.Run(context, "GetStats", [&]() -> grpc::Status {
+    const repair::CxlMonitorStats s = monitor_->stats();
+    auto& c = *response->mutable_counters();
+    c["interrupts"] = s.interrupts;
+    c["drains"] = s.drains;
+    c["records"] = s.records;
+    c["overflows"] = s.overflows;
+    c["overflowed_records"] = s.overflowed_records;
+    c["decode_errors"] = s.decode_errors;
+    c["drain_errors"] = s.drain_errors;
+    for (const char* a : {"ignore", "count", "rebuild", "evacuate", "fail"}) {
+      c[absl::StrCat("action_", a)] = 0;
+    }
+    for (const auto& [action, n] : policy_->counters()) c[absl::StrCat("action_", action)] = n;
+    return grpc::Status::OK;
+  });
 }
 
 }  // namespace ecd::daemon

@@ -6,6 +6,7 @@
 #define ECD_DAEMON_CXL_SERVICE_H_
 
 #include "daemon/auth.h"
+#include "daemon/call_gate.h"
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
 #include "ecd/v1/ecd.grpc.pb.h"
@@ -22,7 +23,7 @@ class CxlService final : public v1::Cxl::Service {
   // outlive the service. Call before serving.
   void SetLimits(const Limits& limits, RequestLimiter* limiter) {
     limits_ = limits;
-    limiter_ = limiter;
+    gate_.set_limiter(limiter);
   }
 
   grpc::Status Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
@@ -46,14 +47,13 @@ class CxlService final : public v1::Cxl::Service {
                                   v1::CxlInterruptPolicy* response) override;
 
   // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
-  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+  void set_authorizer(const Authorizer* auth) { gate_.set_authorizer(auth); }
 
  private:
-  const Authorizer* auth_ = nullptr;
+  CallGate gate_{v1::Cxl::service_full_name()};  // Authorize and admit every call.
   repair::CxlMonitor* const monitor_;
   repair::EventPolicy* const policy_;
   Limits limits_;
-  RequestLimiter* limiter_ = nullptr;
 };
 
 // The policy's view of one JSON line printed by `cxl monitor` (or `ecctl cxl decode`).

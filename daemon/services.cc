@@ -517,241 +517,232 @@ ObjectsService::ObjectsService(store::Store* store, repair::Scrubber* scrubber,
 grpc::Status ObjectsService::EncodeFromBytes(grpc::ServerContext* context,
                                              grpc::ServerReader<grpc::ByteBuffer>* reader,
                                              v1::EncodeResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Encode"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  v1::EncodeHeader h;
-  absl::StatusOr<wire::DataMessage> first =
-      ReadFirstTimed(idle_, context, reader, "encode", "Encode", "name, shape", &h);
-  if (!first.ok()) return ToGrpc(first.status());
-  store::EncodeParams params;
-  params.name = h.name();
-  params.data_blocks = h.data_blocks();
-  params.parity_blocks = h.parity_blocks();
-  params.block_size = h.block_size();
-  params.matrix = FromProto(h.matrix());
-  if (h.matrix() != v1::MATRIX_TYPE_UNSPECIFIED && h.matrix() != v1::MATRIX_TYPE_CAUCHY &&
-      h.matrix() != v1::MATRIX_TYPE_VANDERMONDE) {
-    return grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("unknown matrix type ", h.matrix(), "; use cauchy or vandermonde"));
-  }
-  const std::string size_limit =
-      absl::StrCat("the limit is ", limits_.max_object_size, " bytes (--max-object-size)");
-  if (h.has_size() && h.size() > limits_.max_object_size) {
-    if (limiter_ != nullptr) limiter_->CountRejection(Limit::kObjectSize);
-    return grpc::Status(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        absl::StrCat("the object is ", h.size(), " bytes; ", size_limit, "; nothing was stored"));
-  }
-  StreamSource<v1::EncodeHeader> source(
-      context, reader, *std::move(first), "encode", limits_.max_object_size, size_limit,
-      h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
-  source.set_max_message(limits_.max_message_size);
-  source.set_idle_timer(idle_);
-  absl::StatusOr<store::ObjectRecord> object = store_->Encode(params, source, InterruptOf(context));
-  if (source.refused() && limiter_ != nullptr) limiter_->CountRejection(*source.refused());
-  if (!object.ok()) return Finish(context, object.status(), "nothing was stored");
-  ToProto(*object, response->mutable_object());
-  return grpc::Status::OK;
+  return gate_.Run(context, "Encode", [&]() -> grpc::Status {
+    v1::EncodeHeader h;
+    absl::StatusOr<wire::DataMessage> first =
+        ReadFirstTimed(idle_, context, reader, "encode", "Encode", "name, shape", &h);
+    if (!first.ok()) return ToGrpc(first.status());
+    store::EncodeParams params;
+    params.name = h.name();
+    params.data_blocks = h.data_blocks();
+    params.parity_blocks = h.parity_blocks();
+    params.block_size = h.block_size();
+    params.matrix = FromProto(h.matrix());
+    if (h.matrix() != v1::MATRIX_TYPE_UNSPECIFIED && h.matrix() != v1::MATRIX_TYPE_CAUCHY &&
+        h.matrix() != v1::MATRIX_TYPE_VANDERMONDE) {
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("unknown matrix type ", h.matrix(), "; use cauchy or vandermonde"));
+    }
+    const std::string size_limit =
+        absl::StrCat("the limit is ", limits_.max_object_size, " bytes (--max-object-size)");
+    if (h.has_size() && h.size() > limits_.max_object_size) {
+      if (gate_.limiter() != nullptr) gate_.limiter()->CountRejection(Limit::kObjectSize);
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat("the object is ", h.size(), " bytes; ", size_limit, "; nothing was stored"));
+    }
+    StreamSource<v1::EncodeHeader> source(
+        context, reader, *std::move(first), "encode", limits_.max_object_size, size_limit,
+        h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
+    source.set_max_message(limits_.max_message_size);
+    source.set_idle_timer(idle_);
+    absl::StatusOr<store::ObjectRecord> object =
+        store_->Encode(params, source, InterruptOf(context));
+    if (source.refused() && gate_.limiter() != nullptr)
+      gate_.limiter()->CountRejection(*source.refused());
+    if (!object.ok()) return Finish(context, object.status(), "nothing was stored");
+    ToProto(*object, response->mutable_object());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ObjectsService::ReadFromBytes(
     grpc::ServerContext* context,
     grpc::ServerSplitStreamer<v1::ReadRequest, grpc::ByteBuffer>* stream) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Read"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  v1::ReadRequest request;
-  if (auto s = ReadRequestOf(idle_, context, stream, &request, "read")) return *s;
-  ReadStreamSink sink(context, stream, idle_, "read");
-  absl::Status s =
-      store_->Read(request.name(), request.offset(), request.length(), sink, InterruptOf(context));
-  if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
-  return Finish(context, s, "the read stopped");
+  return gate_.Run(context, "Read", [&]() -> grpc::Status {
+    v1::ReadRequest request;
+    if (auto s = ReadRequestOf(idle_, context, stream, &request, "read")) return *s;
+    ReadStreamSink sink(context, stream, idle_, "read");
+    absl::Status s = store_->Read(request.name(), request.offset(), request.length(), sink,
+                                  InterruptOf(context));
+    if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
+    return Finish(context, s, "the read stopped");
+  });
 }
 
 grpc::Status ObjectsService::UpdateFromBytes(grpc::ServerContext* context,
                                              grpc::ServerReader<grpc::ByteBuffer>* reader,
                                              v1::UpdateResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Update"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  v1::UpdateHeader h;
-  absl::StatusOr<wire::DataMessage> first =
-      ReadFirstTimed(idle_, context, reader, "update", "Update", "name, offset", &h);
-  if (!first.ok()) return ToGrpc(first.status());
-  // Only an append can grow an object; other updates are bounded by its size already.
-  const uint64_t max_bytes =
-      !h.append()
-          ? UINT64_MAX
-          : (h.offset() >= limits_.max_object_size ? 0 : limits_.max_object_size - h.offset());
-  StreamSource<v1::UpdateHeader> source(
-      context, reader, *std::move(first), "update", max_bytes,
-      absl::StrCat("appending it at offset ", h.offset(), " would make the object larger than ",
-                   limits_.max_object_size, " bytes (--max-object-size)"),
-      h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
-  source.set_max_message(limits_.max_message_size);
-  source.set_idle_timer(idle_);
-  absl::StatusOr<store::UpdateResult> result =
-      store_->Update(h.name(), h.offset(), source, h.append(), InterruptOf(context));
-  if (source.refused() && limiter_ != nullptr) limiter_->CountRejection(*source.refused());
-  if (!result.ok()) return Finish(context, result.status(), "the object was not changed");
-  ToProto(result->object, response->mutable_object());
-  response->set_bytes_written(result->bytes_written);
-  response->set_stripes_updated(result->stripes_updated);
-  response->set_stripes_appended(result->stripes_appended);
-  return grpc::Status::OK;
+  return gate_.Run(context, "Update", [&]() -> grpc::Status {
+    v1::UpdateHeader h;
+    absl::StatusOr<wire::DataMessage> first =
+        ReadFirstTimed(idle_, context, reader, "update", "Update", "name, offset", &h);
+    if (!first.ok()) return ToGrpc(first.status());
+    // Only an append can grow an object; other updates are bounded by its size already.
+    const uint64_t max_bytes =
+        !h.append()
+            ? UINT64_MAX
+            : (h.offset() >= limits_.max_object_size ? 0 : limits_.max_object_size - h.offset());
+    StreamSource<v1::UpdateHeader> source(
+        context, reader, *std::move(first), "update", max_bytes,
+        absl::StrCat("appending it at offset ", h.offset(), " would make the object larger than ",
+                     limits_.max_object_size, " bytes (--max-object-size)"),
+        h.has_size() ? std::optional<uint64_t>(h.size()) : std::nullopt);
+    source.set_max_message(limits_.max_message_size);
+    source.set_idle_timer(idle_);
+    absl::StatusOr<store::UpdateResult> result =
+        store_->Update(h.name(), h.offset(), source, h.append(), InterruptOf(context));
+    if (source.refused() && gate_.limiter() != nullptr)
+      gate_.limiter()->CountRejection(*source.refused());
+    if (!result.ok()) return Finish(context, result.status(), "the object was not changed");
+    ToProto(result->object, response->mutable_object());
+    response->set_bytes_written(result->bytes_written);
+    response->set_stripes_updated(result->stripes_updated);
+    response->set_stripes_appended(result->stripes_appended);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ObjectsService::GetBlockFromBytes(
     grpc::ServerContext* context,
     grpc::ServerSplitStreamer<v1::GetBlockRequest, grpc::ByteBuffer>* stream) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/GetBlock"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  v1::GetBlockRequest request;
-  if (auto s = ReadRequestOf(idle_, context, stream, &request, "block get")) return *s;
-  ReadStreamSink sink(context, stream, idle_, "block get");
-  absl::Status s = store_->GetBlock(request.name(), request.stripe(), request.index(), sink,
-                                    InterruptOf(context));
-  if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
-  return Finish(context, s, "the read stopped");
+  return gate_.Run(context, "GetBlock", [&]() -> grpc::Status {
+    v1::GetBlockRequest request;
+    if (auto s = ReadRequestOf(idle_, context, stream, &request, "block get")) return *s;
+    ReadStreamSink sink(context, stream, idle_, "block get");
+    absl::Status s = store_->GetBlock(request.name(), request.stripe(), request.index(), sink,
+                                      InterruptOf(context));
+    if (std::optional<grpc::Status> idle = sink.IdleStatus()) return *idle;
+    return Finish(context, s, "the read stopped");
+  });
 }
 
 grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRequest* request,
                                   v1::StatResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Stat"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  absl::StatusOr<store::ObjectStatus> status =
-      store_->Stat(request->name(), request->blocks(), request->verify(), InterruptOf(context));
-  if (!status.ok()) return Finish(context, status.status(), "the check stopped");
-  ToProto(*status, /*with_stripes=*/true, response->mutable_object());
-  return grpc::Status::OK;
+  return gate_.Run(context, "Stat", [&]() -> grpc::Status {
+    absl::StatusOr<store::ObjectStatus> status =
+        store_->Stat(request->name(), request->blocks(), request->verify(), InterruptOf(context));
+    if (!status.ok()) return Finish(context, status.status(), "the check stopped");
+    ToProto(*status, /*with_stripes=*/true, response->mutable_object());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRequest* request,
                                   v1::ListResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/List"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
-  if (!objects.ok()) return ToGrpc(objects.status());
-  for (const store::ObjectStatus& o : *objects) {
-    ToProto(o, /*with_stripes=*/false, response->add_objects());
-  }
-  return grpc::Status::OK;
+  return gate_.Run(context, "List", [&]() -> grpc::Status {
+    absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
+    if (!objects.ok()) return ToGrpc(objects.status());
+    for (const store::ObjectStatus& o : *objects) {
+      ToProto(o, /*with_stripes=*/false, response->add_objects());
+    }
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ObjectsService::Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
                                     v1::DeleteResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Delete"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  absl::StatusOr<uint64_t> freed = store_->Delete(request->name(), InterruptOf(context));
-  if (!freed.ok()) return Finish(context, freed.status(), "nothing was deleted");
-  response->set_freed_bytes(*freed);
-  return grpc::Status::OK;
+  return gate_.Run(context, "Delete", [&]() -> grpc::Status {
+    absl::StatusOr<uint64_t> freed = store_->Delete(request->name(), InterruptOf(context));
+    if (!freed.ok()) return Finish(context, freed.status(), "nothing was deleted");
+    response->set_freed_bytes(*freed);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ObjectsService::Recover(grpc::ServerContext* context,
                                      const v1::RecoverRequest* request,
                                      grpc::ServerWriter<v1::RecoverProgress>* writer) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Recover"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  store::RecoverOptions options;
-  options.check_all = !request->missing_only();
-  // A cancelled call or a passed deadline stops between batches; what was repaired stays.
-  options.cancelled = [context] { return context->IsCancelled(); };
-  absl::StatusOr<store::RecoverProgress> done = store_->Recover(
-      request->name(),
-      [&](const store::RecoverProgress& p) {
-        v1::RecoverProgress message;
-        ToProto(p, &message);
-        writer->Write(message);
-      },
-      options);
-  if (!done.ok()) {
-    return Finish(context, done.status(),
-                  "recover stopped between batches (what it repaired so far stays repaired)");
-  }
-  v1::RecoverProgress last;
-  ToProto(*done, &last);
-  last.set_done(true);
-  writer->Write(last);
-  return grpc::Status::OK;
+  return gate_.Run(context, "Recover", [&]() -> grpc::Status {
+    store::RecoverOptions options;
+    options.check_all = !request->missing_only();
+    // A cancelled call or a passed deadline stops between batches; what was repaired stays.
+    options.cancelled = [context] { return context->IsCancelled(); };
+    absl::StatusOr<store::RecoverProgress> done = store_->Recover(
+        request->name(),
+        [&](const store::RecoverProgress& p) {
+          v1::RecoverProgress message;
+          ToProto(p, &message);
+          writer->Write(message);
+        },
+        options);
+    if (!done.ok()) {
+      return Finish(context, done.status(),
+                    "recover stopped between batches (what it repaired so far stays repaired)");
+    }
+    v1::RecoverProgress last;
+    ToProto(*done, &last);
+    last.set_done(true);
+    writer->Write(last);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ObjectsService::Scrub(grpc::ServerContext* context, const v1::ScrubRequest* request,
                                    grpc::ServerWriter<v1::ScrubProgress>* writer) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/Scrub"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  std::vector<std::string> names;
-  if (!request->name().empty()) names.push_back(request->name());
-  absl::StatusOr<repair::ScrubReport> done = scrubber_->ScrubNow(
-      names,
-      repair::ScrubOptions{.repair = !request->check_only(),
-                           .rate_bytes_per_sec = request->rate_bytes_per_sec()},
-      [&](const repair::ScrubReport& report) {
-        v1::ScrubProgress message;
-        ToProto(report, &message);
-        writer->Write(message);
-      },
-      [context] { return context->IsCancelled(); });
-  if (!done.ok()) return Finish(context, done.status(), "the scrub stopped");
-  v1::ScrubProgress last;
-  ToProto(*done, &last);
-  last.set_done(true);
-  writer->Write(last);
-  return grpc::Status::OK;
+  return gate_.Run(context, "Scrub", [&]() -> grpc::Status {
+    std::vector<std::string> names;
+    if (!request->name().empty()) names.push_back(request->name());
+    absl::StatusOr<repair::ScrubReport> done = scrubber_->ScrubNow(
+        names,
+        repair::ScrubOptions{.repair = !request->check_only(),
+                             .rate_bytes_per_sec = request->rate_bytes_per_sec()},
+        [&](const repair::ScrubReport& report) {
+          v1::ScrubProgress message;
+          ToProto(report, &message);
+          writer->Write(message);
+        },
+        [context] { return context->IsCancelled(); });
+    if (!done.ok()) return Finish(context, done.status(), "the scrub stopped");
+    v1::ScrubProgress last;
+    ToProto(*done, &last);
+    last.set_done(true);
+    writer->Write(last);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status ObjectsService::GetScrubStatus(grpc::ServerContext* context,
                                             const v1::ScrubStatusRequest* request,
                                             v1::ScrubStatusResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Objects/GetScrubStatus"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  ToProto(scrubber_->Status(), scrub_options_, response);
-  return grpc::Status::OK;
+  return gate_.Run(context, "GetScrubStatus", [&]() -> grpc::Status {
+    ToProto(scrubber_->Status(), scrub_options_, response);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status DevicesService::List(grpc::ServerContext* context,
                                   const v1::ListDevicesRequest* request,
                                   v1::ListDevicesResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/List"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->admin().ListDevices();
-  if (!devices.ok()) return ToGrpc(devices.status());
-  for (const store::DeviceStatus& d : *devices) ToProto(d, response->add_devices());
-  for (const store::FileSystemUsage& fs : store_->Stats().file_systems) {
-    ToProto(fs, response->add_file_systems());
-  }
-  return grpc::Status::OK;
+  return gate_.Run(context, "List", [&]() -> grpc::Status {
+    absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->admin().ListDevices();
+    if (!devices.ok()) return ToGrpc(devices.status());
+    for (const store::DeviceStatus& d : *devices) ToProto(d, response->add_devices());
+    for (const store::FileSystemUsage& fs : store_->Stats().file_systems) {
+      ToProto(fs, response->add_file_systems());
+    }
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status DevicesService::SetState(grpc::ServerContext* context,
                                       const v1::SetDeviceStateRequest* request,
                                       v1::SetDeviceStateResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/SetState"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  const std::optional<store::DeviceState> state = FromProto(request->state());
-  if (!state || *state == store::DeviceState::kDown) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "device state must be ONLINE, FAILING (evacuate) or FAILED; ecd marks "
-                        "devices DOWN itself");
-  }
-  if (*state == store::DeviceState::kFailing) return Evacuate(request->id(), response);
-  absl::StatusOr<store::DeviceStatus> device =
-      store_->admin().SetDeviceState(request->id(), *state);
-  if (!device.ok()) return ToGrpc(device.status());
-  ToProto(*device, response->mutable_device());
-  return grpc::Status::OK;
+  return gate_.Run(context, "SetState", [&]() -> grpc::Status {
+    const std::optional<store::DeviceState> state = FromProto(request->state());
+    if (!state || *state == store::DeviceState::kDown) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "device state must be ONLINE, FAILING (evacuate) or FAILED; ecd marks "
+                          "devices DOWN itself");
+    }
+    if (*state == store::DeviceState::kFailing) return Evacuate(request->id(), response);
+    absl::StatusOr<store::DeviceStatus> device =
+        store_->admin().SetDeviceState(request->id(), *state);
+    if (!device.ok()) return ToGrpc(device.status());
+    ToProto(*device, response->mutable_device());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status DevicesService::Evacuate(uint32_t id, v1::SetDeviceStateResponse* response) {
@@ -802,26 +793,25 @@ absl::StatusOr<store::DeviceRecord> DevicesService::RecordOf(uint32_t id) const 
 grpc::Status DevicesService::Replace(grpc::ServerContext* context,
                                      const v1::ReplaceDeviceRequest* request,
                                      v1::ReplaceDeviceResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Devices/Replace"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  const uint32_t id = request->id();
-  absl::StatusOr<store::DeviceRecord> record = RecordOf(id);
-  if (!record.ok()) return ToGrpc(record.status());
-  if (record->state == store::DeviceState::kOnline ||
-      record->state == store::DeviceState::kFailing) {
-    return grpc::Status(
-        grpc::StatusCode::FAILED_PRECONDITION,
-        absl::StrCat("device ", id, " is ", store::DeviceStateName(record->state),
-                     ": only a failed or down device is replaced. Fail it first (`ecctl device "
-                     "fail ",
-                     id, "`), or evacuate it (`ecctl device evacuate ", id,
-                     " --wait`) to move its blocks off while it still reads"));
-  }
-  absl::StatusOr<store::DeviceStatus> device = store_->admin().ReplaceDevice(id);
-  if (!device.ok()) return ToGrpc(device.status());
-  ToProto(*device, response->mutable_device());
-  return grpc::Status::OK;
+  return gate_.Run(context, "Replace", [&]() -> grpc::Status {
+    const uint32_t id = request->id();
+    absl::StatusOr<store::DeviceRecord> record = RecordOf(id);
+    if (!record.ok()) return ToGrpc(record.status());
+    if (record->state == store::DeviceState::kOnline ||
+        record->state == store::DeviceState::kFailing) {
+      return grpc::Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("device ", id, " is ", store::DeviceStateName(record->state),
+                       ": only a failed or down device is replaced. Fail it first (`ecctl device "
+                       "fail ",
+                       id, "`), or evacuate it (`ecctl device evacuate ", id,
+                       " --wait`) to move its blocks off while it still reads"));
+    }
+    absl::StatusOr<store::DeviceStatus> device = store_->admin().ReplaceDevice(id);
+    if (!device.ok()) return ToGrpc(device.status());
+    ToProto(*device, response->mutable_device());
+    return grpc::Status::OK;
+  });
 }
 
 namespace {
@@ -853,52 +843,48 @@ void ToProto(const repair::RebuildJob& j, v1::RebuildJob* out) {
 grpc::Status RebuildsService::List(grpc::ServerContext* context,
                                    const v1::ListRebuildsRequest* request,
                                    v1::ListRebuildsResponse* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/List"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  for (const repair::RebuildJob& j : planner_->List()) ToProto(j, response->add_jobs());
-  ToProto(planner_->Status(), response->mutable_repair());
-  return grpc::Status::OK;
+  return gate_.Run(context, "List", [&]() -> grpc::Status {
+    for (const repair::RebuildJob& j : planner_->List()) ToProto(j, response->add_jobs());
+    ToProto(planner_->Status(), response->mutable_repair());
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status RebuildsService::Get(grpc::ServerContext* context,
                                   const v1::GetRebuildRequest* request, v1::RebuildJob* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/Get"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  std::optional<repair::RebuildJob> j = planner_->Get(request->id());
-  if (!j) {
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        absl::StrCat("rebuild job ", request->id(),
-                                     " not found; `ecctl rebuild ls` lists the known jobs"));
-  }
-  ToProto(*j, response);
-  return grpc::Status::OK;
+  return gate_.Run(context, "Get", [&]() -> grpc::Status {
+    std::optional<repair::RebuildJob> j = planner_->Get(request->id());
+    if (!j) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("rebuild job ", request->id(),
+                                       " not found; `ecctl rebuild ls` lists the known jobs"));
+    }
+    ToProto(*j, response);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status RebuildsService::GetRepairStatus(grpc::ServerContext* context,
                                               const v1::RepairStatusRequest* request,
                                               v1::RepairStatus* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/GetRepairStatus"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  ToProto(planner_->Status(), response);
-  return grpc::Status::OK;
+  return gate_.Run(context, "GetRepairStatus", [&]() -> grpc::Status {
+    ToProto(planner_->Status(), response);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status RebuildsService::SetRepair(grpc::ServerContext* context,
                                         const v1::SetRepairRequest* request,
                                         v1::RepairStatus* response) {
-  if (auto s = Authorize(auth_, context, "/ecd.v1.Rebuilds/SetRepair"); !s.ok()) return s;
-  auto admit = RequestLimiter::Admit(limiter_, context);
-  if (!admit.ok()) return admit.status();
-  if (!request->has_paused() && !request->has_rate_bytes_per_sec()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "SetRepair changes nothing: set paused or rate_bytes_per_sec");
-  }
-  if (grpc::Status s = ApplyRepairSettings(*request); !s.ok()) return s;
-  ToProto(planner_->Status(), response);
-  return grpc::Status::OK;
+  return gate_.Run(context, "SetRepair", [&]() -> grpc::Status {
+    if (!request->has_paused() && !request->has_rate_bytes_per_sec()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "SetRepair changes nothing: set paused or rate_bytes_per_sec");
+    }
+    if (grpc::Status s = ApplyRepairSettings(*request); !s.ok()) return s;
+    ToProto(planner_->Status(), response);
+    return grpc::Status::OK;
+  });
 }
 
 grpc::Status RebuildsService::ApplyRepairSettings(const v1::SetRepairRequest& request) {

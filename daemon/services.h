@@ -1,10 +1,11 @@
 // The gRPC services of ecd.v1 (Objects, Devices, Rebuilds), adapting lib/store and lib/repair to
-// the wire. They hold no state of their own; every request is a call or two into the Store or
-// the RepairPlanner.
+// the wire. Each handler passes its CallGate (authorize, admit), then makes a call or two into
+// the Store or the RepairPlanner; the services keep only their collaborators and limits.
 #ifndef ECD_DAEMON_SERVICES_H_
 #define ECD_DAEMON_SERVICES_H_
 
 #include "daemon/auth.h"
+#include "daemon/call_gate.h"
 #include "daemon/limits.h"
 #include "daemon/request_limiter.h"
 #include "daemon/stream_idle.h"
@@ -30,7 +31,7 @@ class ObjectsService final : public v1::Objects::Service {
   // outlive the service. Call before serving.
   void SetLimits(const Limits& limits, RequestLimiter* limiter) {
     limits_ = limits;
-    limiter_ = limiter;
+    gate_.set_limiter(limiter);
   }
   // Cancels Encode, Update, Read and GetBlock calls whose client stops sending or taking data
   // (may be null: never). Must outlive the service. Call before serving.
@@ -65,15 +66,14 @@ class ObjectsService final : public v1::Objects::Service {
                               v1::ScrubStatusResponse* response) override;
 
   // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
-  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+  void set_authorizer(const Authorizer* auth) { gate_.set_authorizer(auth); }
 
  private:
-  const Authorizer* auth_ = nullptr;
+  CallGate gate_{v1::Objects::service_full_name()};  // Authorize and admit every call.
   store::Store* const store_;
   repair::Scrubber* const scrubber_;
   const repair::ScrubberOptions scrub_options_;
   Limits limits_;
-  RequestLimiter* limiter_ = nullptr;
   StreamIdleTimer* idle_ = nullptr;
 };
 
@@ -84,7 +84,7 @@ class DevicesService final : public v1::Devices::Service {
       : store_(store), planner_(planner) {}
   // The in-flight limiter (may be null: no call limits) must
   // outlive the service. Call before serving.
-  void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
+  void SetLimits(RequestLimiter* limiter) { gate_.set_limiter(limiter); }
 
   grpc::Status List(grpc::ServerContext* context, const v1::ListDevicesRequest* request,
                     v1::ListDevicesResponse* response) override;
@@ -94,7 +94,7 @@ class DevicesService final : public v1::Devices::Service {
                        v1::ReplaceDeviceResponse* response) override;
 
   // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
-  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+  void set_authorizer(const Authorizer* auth) { gate_.set_authorizer(auth); }
 
  private:
   // SetState FAILING: queues the evacuation of device `id`; its job marks it failing.
@@ -102,10 +102,9 @@ class DevicesService final : public v1::Devices::Service {
   // The device's record, or NOT_FOUND naming `id`.
   absl::StatusOr<store::DeviceRecord> RecordOf(uint32_t id) const;
 
-  const Authorizer* auth_ = nullptr;
+  CallGate gate_{v1::Devices::service_full_name()};  // Authorize and admit every call.
   store::Store* const store_;
   repair::RepairPlanner* const planner_;
-  RequestLimiter* limiter_ = nullptr;
 };
 
 class RebuildsService final : public v1::Rebuilds::Service {
@@ -114,7 +113,7 @@ class RebuildsService final : public v1::Rebuilds::Service {
   explicit RebuildsService(repair::RepairPlanner* planner) : planner_(planner) {}
   // The in-flight limiter (may be null: no call limits) must
   // outlive the service. Call before serving.
-  void SetLimits(RequestLimiter* limiter) { limiter_ = limiter; }
+  void SetLimits(RequestLimiter* limiter) { gate_.set_limiter(limiter); }
 
   grpc::Status List(grpc::ServerContext* context, const v1::ListRebuildsRequest* request,
                     v1::ListRebuildsResponse* response) override;
@@ -126,16 +125,15 @@ class RebuildsService final : public v1::Rebuilds::Service {
                          v1::RepairStatus* response) override;
 
   // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
-  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
+  void set_authorizer(const Authorizer* auth) { gate_.set_authorizer(auth); }
 
  private:
   // Applies the settings `request` carries, the rate first; the first error, saying what was
   // changed before it.
   grpc::Status ApplyRepairSettings(const v1::SetRepairRequest& request);
 
-  const Authorizer* auth_ = nullptr;
+  CallGate gate_{v1::Rebuilds::service_full_name()};  // Authorize and admit every call.
   repair::RepairPlanner* const planner_;
-  RequestLimiter* limiter_ = nullptr;
 };
 
 }  // namespace ecd::daemon
