@@ -50,6 +50,25 @@ FetchHeaderReport HeaderReport(const nvme::PrpFetchInfo& h) {
   return r;
 }
 
+// Host memory that holds PRP lists, by 8-byte slot address.
+absl::StatusOr<std::map<uint64_t, uint64_t>> ListSlots(const PrpWalkRequest& req) {
+  std::map<uint64_t, uint64_t> slots;
+  for (const ListMemory& l : req.lists()) {
+    auto base = ParseAddr("lists.addr", l.addr());
+    if (!base.ok()) return base.status();
+    if (*base % 8 != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("lists.addr %s is not qword aligned", l.addr()));
+    }
+    for (int i = 0; i < l.entries_size(); ++i) {
+      auto v = ParseAddr("lists.entries", l.entries(i));
+      if (!v.ok()) return v.status();
+      slots[*base + 8 * static_cast<uint64_t>(i)] = *v;
+    }
+  }
+  return slots;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> RunPrpWalk(const std::string& request_json, bool pretty) {
@@ -73,21 +92,9 @@ absl::StatusOr<std::string> RunPrpWalk(const std::string& request_json, bool pre
   auto prp2 = ParseAddr("prp2", req.prp2().empty() ? "0" : req.prp2());
   if (!prp2.ok()) return prp2.status();
 
-  // Host memory that holds PRP lists, by 8-byte slot address.
-  std::map<uint64_t, uint64_t> slots;
-  for (const ListMemory& l : req.lists()) {
-    auto base = ParseAddr("lists.addr", l.addr());
-    if (!base.ok()) return base.status();
-    if (*base % 8 != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("lists.addr %s is not qword aligned", l.addr()));
-    }
-    for (int i = 0; i < l.entries_size(); ++i) {
-      auto v = ParseAddr("lists.entries", l.entries(i));
-      if (!v.ok()) return v.status();
-      slots[*base + 8 * static_cast<uint64_t>(i)] = *v;
-    }
-  }
+  auto listed = ListSlots(req);
+  if (!listed.ok()) return listed.status();
+  const std::map<uint64_t, uint64_t>& slots = *listed;
   nvme::PrpFetchOptions fo;
   fo.page_size = page;
   fo.prps_per_index = req.prps_per_index() == 0 ? 8 : req.prps_per_index();
