@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fails when a source file in lib/ is over 800 lines or a function in it is over 100 lines.
+"""Fails when a source file in lib/, wire/ or client/ is over 800 lines or a function in it is
+over 100 lines.
 
 Usage: check_sizes.py SOURCE_DIR [--list]
 
@@ -12,6 +13,7 @@ import pathlib
 import re
 import sys
 
+CHECKED = ("lib", "wire", "client")
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 100
 CONTROL = re.compile(r"\b(if|for|while|switch|catch|do|else|try)\s*(\(|$)")
@@ -97,7 +99,7 @@ def main():
     root = pathlib.Path(sys.argv[1])
     listing = "--list" in sys.argv[2:]
     errors, long_ones = [], []
-    for path in sorted((root / "lib").rglob("*")):
+    for path in sorted(p for top in CHECKED for p in (root / top).rglob("*")):
         if path.suffix not in (".h", ".cc") or path.name.endswith(("_test.cc", "_test_util.h")):
             continue
         text = path.read_text()
