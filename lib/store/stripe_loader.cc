@@ -32,7 +32,8 @@ namespace ecd::store {
 std::unique_ptr<StoreCore::BlockReads> StoreCore::StartLoad(const StripeRef& at,
                                                             const std::vector<int>& need,
                                                             StripeBuffer& buffer) {
-  const auto& [object, stripe, codec, by_index] = at;
+  const ObjectRecord& object = at.object;
+  const std::vector<const BlockRecord*>& by_index = at.by_index;  // Captured below.
   const size_t m = object.data_blocks;
   auto reads = std::make_unique<BlockReads>();
   std::vector<bool> chosen(by_index.size(), false);
