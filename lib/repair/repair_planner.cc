@@ -512,7 +512,7 @@ void RepairPlanner::SetAsideLocked(const std::vector<Work>& batch, const absl::S
 
 void RepairPlanner::YieldToClients() {
   const absl::Time until = absl::Now() + options_.yield_to_clients;
-  while (store_->Stats().memory.waiting > 0 && absl::Now() < until) {
+  while (store_->admin().RequestsWaitingForMemory() > 0 && absl::Now() < until) {
     absl::SleepFor(absl::Milliseconds(2));
   }
 }

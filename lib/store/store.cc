@@ -126,6 +126,8 @@ absl::Status StoreAdmin::BackupCatalog(const std::string& path) {
   return core_.catalog().Backup(path);
 }
 
+uint64_t StoreAdmin::RequestsWaitingForMemory() const { return core_.RequestsWaitingForMemory(); }
+
 const std::string& StoreAdmin::store_id() const { return core_.store_id(); }
 
 uint32_t StoreAdmin::lba_size() const { return core_.lba_size(); }

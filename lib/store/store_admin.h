@@ -90,6 +90,10 @@ class StoreAdmin {
   // REQUIRES: nothing else uses `path`.
   absl::Status BackupCatalog(const std::string& path);
 
+  // Requests waiting for stripe memory now (StoreStats::Memory::waiting, without the rest of
+  // Stats()): cheap enough to poll.
+  uint64_t RequestsWaitingForMemory() const;
+
   // The store's id (catalog meta `store_id`), written in every device's label.
   const std::string& store_id() const;
   uint32_t lba_size() const;

@@ -79,6 +79,7 @@ class StoreCore {
       absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
       const RecoverOptions& options);
   StoreStats Stats() const;
+  uint64_t RequestsWaitingForMemory() const { return budget_->waiting(); }
 
   // Administration (store_admin.h).
   absl::StatusOr<std::vector<DeviceStatus>> ListDevices();
