@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/catalog_service.h"
 #include "daemon/cxl_service.h"
-#include "daemon/services.h"
+#include "daemon/devices_service.h"
+#include "daemon/objects_service.h"
+#include "daemon/rebuilds_service.h"
 
 namespace ecd::daemon {
 namespace {
@@ -275,11 +277,6 @@ class GuardTest : public ::testing::Test {
                                                                   &cxl_, &catalog_}) {
       builder_.RegisterService(s);
     }
-    objects_.set_authorizer(&auth_);
-    devices_.set_authorizer(&auth_);
-    rebuilds_.set_authorizer(&auth_);
-    cxl_.set_authorizer(&auth_);
-    catalog_.set_authorizer(&auth_);
     server_ = builder_.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     stub_ = std::make_unique<grpc::GenericStub>(server_->InProcessChannel({}));
@@ -307,11 +304,11 @@ class GuardTest : public ::testing::Test {
   }
 
   Authorizer auth_;
-  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}};
-  DevicesService devices_{nullptr, nullptr};
-  RebuildsService rebuilds_{nullptr};
-  CxlService cxl_{nullptr, nullptr};
-  CatalogService catalog_{nullptr, ""};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}, {.authorizer = &auth_}};
+  DevicesService devices_{nullptr, nullptr, {.authorizer = &auth_}};
+  RebuildsService rebuilds_{nullptr, {.authorizer = &auth_}};
+  CxlService cxl_{nullptr, nullptr, {.authorizer = &auth_}};
+  CatalogService catalog_{nullptr, "", {.authorizer = &auth_}};
   grpc::ServerBuilder builder_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::GenericStub> stub_;

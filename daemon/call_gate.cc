@@ -10,7 +10,8 @@
 
 namespace ecd::daemon {
 
-CallGate::CallGate(absl::string_view service) : service_(service) {
+CallGate::CallGate(absl::string_view service, const CallRules& rules)
+    : service_(service), auth_(rules.authorizer), limiter_(rules.limiter) {
   const google::protobuf::ServiceDescriptor* descriptor =
       google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(service_);
   if (descriptor == nullptr) {

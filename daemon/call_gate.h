@@ -2,8 +2,8 @@
 // (Authorizer), then the call takes a slot of the request limits (RequestLimiter), which it holds
 // until the handler returns. Method paths come from the service's generated descriptor.
 //
-// Thread safety: Run may be called from any number of threads at once; the setters only before
-// the server starts. The Authorizer and RequestLimiter are borrowed and must outlive the gate.
+// Thread safety: Run may be called from any number of threads at once. The Authorizer and
+// RequestLimiter are borrowed and must outlive the gate.
 #ifndef ECD_DAEMON_CALL_GATE_H_
 #define ECD_DAEMON_CALL_GATE_H_
 
@@ -16,21 +16,33 @@
 
 #include "absl/strings/string_view.h"
 #include "daemon/auth.h"
+#include "daemon/limits.h"
 #include "daemon/request_limiter.h"
+#include "daemon/stream_idle.h"
 
 namespace ecd::daemon {
+
+// What every ecd.v1 service applies to its calls, given to its constructor. The pointers are
+// borrowed and must outlive the services; each may be null.
+struct CallRules {
+  const Authorizer* authorizer = nullptr;  // Null: every call is allowed (no --tokens-file).
+  RequestLimiter* limiter = nullptr;       // Null: every call is admitted (no call limits).
+  Limits limits;                           // The input limits (--max-object-size and others).
+  StreamIdleTimer* idle = nullptr;         // Null: stalled streams are never cancelled.
+};
 
 class CallGate {
  public:
   // The gate of the service named `service` ("ecd.v1.Objects", the generated
   // Service::service_full_name()). Aborts when the generated descriptor pool has no such
   // service: a build error, not a runtime one.
-  explicit CallGate(absl::string_view service);
+  // Calls are checked by `rules.authorizer` and admitted by `rules.limiter`.
+  CallGate(absl::string_view service, const CallRules& rules);
 
-  // Null: every call is allowed (no auth file) / admitted (no limits).
-  void set_authorizer(const Authorizer* auth) { auth_ = auth; }
-  void set_limiter(RequestLimiter* limiter) { limiter_ = limiter; }
-  RequestLimiter* limiter() const { return limiter_; }
+  // Counts a refusal by an input limit (no-op without a limiter).
+  void CountRejection(Limit limit) const {
+    if (limiter_ != nullptr) limiter_->CountRejection(limit);
+  }
 
   // Runs `body` for a call of `method` ("Stat") when the caller may make it and a slot is free,
   // holding the slot until `body` returns; else returns the refusal (UNAUTHENTICATED or
@@ -53,8 +65,8 @@ class CallGate {
 
   std::string service_;
   std::map<std::string, std::string, std::less<>> paths_;  // method name -> gRPC path
-  const Authorizer* auth_ = nullptr;
-  RequestLimiter* limiter_ = nullptr;
+  const Authorizer* const auth_;
+  RequestLimiter* const limiter_;
 };
 
 }  // namespace ecd::daemon

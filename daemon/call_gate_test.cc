@@ -2,8 +2,8 @@
 // while the body runs, and an unknown method is an error rather than an unchecked call.
 #include "daemon/call_gate.h"
 
-#include <gtest/gtest.h>
 #include <grpcpp/server_context.h>
+#include <gtest/gtest.h>
 
 #include "ecd/v1/ecd.grpc.pb.h"
 
@@ -12,8 +12,7 @@ namespace {
 
 TEST(CallGateTest, AnAllowedCallRunsItsBodyHoldingASlot) {
   RequestLimiter limiter(/*max_per_client=*/4, /*max_total=*/4);
-  CallGate gate(v1::Objects::service_full_name());
-  gate.set_limiter(&limiter);
+  CallGate gate(v1::Objects::service_full_name(), {.limiter = &limiter});
   grpc::ServerContext context;
   uint32_t in_flight = 0;
   grpc::Status s = gate.Run(&context, "Stat", [&] {
@@ -28,8 +27,7 @@ TEST(CallGateTest, AnAllowedCallRunsItsBodyHoldingASlot) {
 
 TEST(CallGateTest, ACallOverTheLimitsIsRefusedWithoutRunning) {
   RequestLimiter limiter(/*max_per_client=*/1, /*max_total=*/1);
-  CallGate gate(v1::Devices::service_full_name());
-  gate.set_limiter(&limiter);
+  CallGate gate(v1::Devices::service_full_name(), {.limiter = &limiter});
   grpc::ServerContext context;
   RequestLimiter::Admission held = limiter.Admit(&context);
   ASSERT_TRUE(held.ok());
@@ -45,8 +43,7 @@ TEST(CallGateTest, ACallOverTheLimitsIsRefusedWithoutRunning) {
 TEST(CallGateTest, ACallWithoutATokenIsRefusedWithoutRunning) {
   Authorizer auth;
   auth.SetTokens({Token{.secret = "0123456789abcdef0123", .role = Role::kAdmin, .name = "a"}});
-  CallGate gate(v1::Objects::service_full_name());
-  gate.set_authorizer(&auth);
+  CallGate gate(v1::Objects::service_full_name(), {.authorizer = &auth});
   grpc::ServerContext context;
   bool ran = false;
   grpc::Status s = gate.Run(&context, "Delete", [&] {
@@ -58,7 +55,7 @@ TEST(CallGateTest, ACallWithoutATokenIsRefusedWithoutRunning) {
 }
 
 TEST(CallGateTest, AMethodTheServiceLacksIsAnErrorNotAnUncheckedCall) {
-  CallGate gate(v1::Catalog::service_full_name());
+  CallGate gate(v1::Catalog::service_full_name(), {});
   grpc::ServerContext context;
   bool ran = false;
   grpc::Status s = gate.Run(&context, "Backups", [&] {

@@ -15,13 +15,12 @@ namespace ecd::daemon {
 
 class CatalogService final : public v1::Catalog::Service {
  public:
-  // The store must outlive the service. The backup is made in `data_dir` first, then streamed
-  // and removed.
-  CatalogService(store::Store* store, std::string data_dir)
-      : store_(store), data_dir_(std::move(data_dir)) {}
-  // Both may be null (no checks, no limits) and must outlive the service. Call before serving.
-  void SetLimits(RequestLimiter* limiter) { gate_.set_limiter(limiter); }
-  void set_authorizer(const Authorizer* auth) { gate_.set_authorizer(auth); }
+  // The store must outlive the service; every call passes `rules`. The backup is made in
+  // `data_dir` first, then streamed and removed.
+  CatalogService(store::Store* store, std::string data_dir, const CallRules& rules)
+      : store_(store),
+        data_dir_(std::move(data_dir)),
+        gate_(v1::Catalog::service_full_name(), rules) {}
 
   grpc::Status Backup(grpc::ServerContext* context, const v1::CatalogBackupRequest* request,
                       grpc::ServerWriter<v1::CatalogBackupChunk>* writer) override;
@@ -29,7 +28,7 @@ class CatalogService final : public v1::Catalog::Service {
  private:
   store::Store* const store_;
   const std::string data_dir_;
-  CallGate gate_{v1::Catalog::service_full_name()};  // Authorize and admit every call.
+  const CallGate gate_;  // Authorizes and admits every call.
   std::atomic<uint64_t> next_{0};
 };
 

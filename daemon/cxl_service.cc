@@ -387,7 +387,7 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
     if (const uint64_t n = static_cast<uint64_t>(request->raw_records_size()) +
                            static_cast<uint64_t>(request->json_lines_size());
         n > limits_.max_ingest_records) {
-      if (gate_.limiter() != nullptr) gate_.limiter()->CountRejection(Limit::kIngestRecords);
+      gate_.CountRejection(Limit::kIngestRecords);
       return Bad(absl::StrCat("the request carries ", n, " records; the limit is ",
                               limits_.max_ingest_records,
                               " per call (--max-ingest-records); send them in smaller batches. "

@@ -16,15 +16,12 @@ namespace ecd::daemon {
 
 class CxlService final : public v1::Cxl::Service {
  public:
-  // Both must outlive the service.
-  CxlService(repair::CxlMonitor* monitor, repair::EventPolicy* policy)
-      : monitor_(monitor), policy_(policy) {}
-  // The input limits and the in-flight limiter; the limiter (may be null: no call limits) must
-  // outlive the service. Call before serving.
-  void SetLimits(const Limits& limits, RequestLimiter* limiter) {
-    limits_ = limits;
-    gate_.set_limiter(limiter);
-  }
+  // The monitor and the policy must outlive the service; every call passes `rules`.
+  CxlService(repair::CxlMonitor* monitor, repair::EventPolicy* policy, const CallRules& rules)
+      : gate_(v1::Cxl::service_full_name(), rules),
+        monitor_(monitor),
+        policy_(policy),
+        limits_(rules.limits) {}
 
   grpc::Status Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
                       v1::CxlIngestResponse* response) override;
@@ -46,14 +43,11 @@ class CxlService final : public v1::Cxl::Service {
                                   const v1::CxlSetInterruptPolicyRequest* request,
                                   v1::CxlInterruptPolicy* response) override;
 
-  // Checks every call against `auth`'s tokens (null: no checks). Must outlive the service.
-  void set_authorizer(const Authorizer* auth) { gate_.set_authorizer(auth); }
-
  private:
-  CallGate gate_{v1::Cxl::service_full_name()};  // Authorize and admit every call.
+  const CallGate gate_;  // Authorizes and admits every call.
   repair::CxlMonitor* const monitor_;
   repair::EventPolicy* const policy_;
-  Limits limits_;
+  const Limits limits_;
 };
 
 // The policy's view of one JSON line printed by `cxl monitor` (or `ecctl cxl decode`).

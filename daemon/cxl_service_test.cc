@@ -151,7 +151,7 @@ class IngestTest : public store::TempStoreTest {
         repair::CxlMonitor::Create(policy_.get(), 8, options);
     ASSERT_TRUE(monitor.ok()) << monitor.status();
     monitor_ = *std::move(monitor);
-    service_ = std::make_unique<CxlService>(monitor_.get(), policy_.get());
+    service_ = std::make_unique<CxlService>(monitor_.get(), policy_.get(), CallRules{});
     builder_.RegisterService(service_.get());
     server_ = builder_.BuildAndStart();
     ASSERT_NE(server_, nullptr);

@@ -9,8 +9,6 @@
 // by the name rule in an Encode or Update header, INVALID_ARGUMENT (not gRPC's INTERNAL) on the
 // other calls, and never an ERROR line from libprotobuf. The stream idle timer cancels a client
 // that sends nothing, naming --stream-idle-timeout.
-#include "daemon/services.h"
-
 #include <google/protobuf/stubs/logging.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -22,6 +20,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "daemon/devices_service.h"
+#include "daemon/objects_service.h"
+#include "daemon/rebuilds_service.h"
 #include "daemon/request_parse.h"
 #include "ecd/v1/ecd.grpc.pb.h"
 #include "ecd/v1/ecd.pb.h"
@@ -69,7 +70,7 @@ class RawRequestTest : public ::testing::Test {
     return status;
   }
 
-  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}, CallRules{}};
   grpc::ServerBuilder builder_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::GenericStub> stub_;
@@ -177,7 +178,6 @@ TEST(RouteProtobufLogsTest, AStringThatIsNotUtf8IsNotAnErrorLineOtherLinesAreOur
 class StreamIdleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    objects_.SetStreamIdleTimer(&idle_);
     builder_.RegisterService(&objects_);
     server_ = builder_.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -213,7 +213,7 @@ class StreamIdleTest : public ::testing::Test {
   }
 
   StreamIdleTimer idle_{absl::Milliseconds(300)};
-  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}, CallRules{.idle = &idle_}};
   grpc::ServerBuilder builder_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::GenericStub> stub_;
@@ -262,7 +262,8 @@ class ReadStreamTest : public store::TempStoreTest {
  protected:
   void SetUp() override {
     store::TempStoreTest::SetUp();
-    objects_ = std::make_unique<ObjectsService>(store_.get(), nullptr, repair::ScrubberOptions{});
+    objects_ = std::make_unique<ObjectsService>(store_.get(), nullptr, repair::ScrubberOptions{},
+                                                CallRules{});
     builder_.RegisterService(objects_.get());
     // Reads go in process (gRPC hands the sink's own slices to the client, so a pin released
     // too early shows as wrong bytes) or over loopback TCP, as ecctl reads.
@@ -451,8 +452,8 @@ class RepairServicesTest : public store::TempStoreTest {
     repair::RepairPlannerOptions options;
     options.repair_delay = absl::Hours(1);
     planner_ = std::make_unique<repair::RepairPlanner>(store_.get(), options);
-    devices_ = std::make_unique<DevicesService>(store_.get(), planner_.get());
-    rebuilds_ = std::make_unique<RebuildsService>(planner_.get());
+    devices_ = std::make_unique<DevicesService>(store_.get(), planner_.get(), CallRules{});
+    rebuilds_ = std::make_unique<RebuildsService>(planner_.get(), CallRules{});
     builder_.RegisterService(devices_.get());
     builder_.RegisterService(rebuilds_.get());
     server_ = builder_.BuildAndStart();

@@ -100,12 +100,19 @@ def raise_own_limit():
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def open_idle(addr, count):
-    """`count` TCP connections to addr that send nothing."""
+def open_idle(addr, count, until_refused=False):
+    """`count` TCP connections to addr that send nothing. With until_refused, stops early, with
+    those it has, once the listener resets or refuses a connection (a server that restarts
+    while they are being opened)."""
     host, port = addr.rsplit(":", 1)
     conns = []
     for _ in range(count):
-        s = socket.create_connection((host, int(port)), timeout=5)
+        try:
+            s = socket.create_connection((host, int(port)), timeout=5)
+        except (ConnectionResetError, ConnectionRefusedError):
+            if until_refused and conns:
+                break
+            raise
         conns.append(s)
     return conns
 
@@ -215,7 +222,8 @@ def unix_listener(count):
 def tls_listener(count):
     raise_own_limit()
     died, restarted = log_count("Failed accept4"), log_count("the gRPC server serves again")
-    conns = open_idle(TCP, count)
+    # The listener may die, and ecd restart its server, before all of them are open.
+    conns = open_idle(TCP, count, until_refused=True)
     wait_for("gRPC's TCP listener stops", lambda: log_count("Failed accept4") > died, 10)
     ok("%d idle TCP connections stopped gRPC's TLS listener: %r" % (count, "Failed accept4"))
     wait_for("ecd restarts its gRPC server",
