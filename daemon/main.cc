@@ -694,7 +694,9 @@ int Main(int argc, char** argv) {
              cxl_monitor.status().ToString());
     return 1;
   }
-  metrics.Attach(store->get(), &planner, &scrubber, cxl_monitor->get(), &policy);
+  metrics.AttachStore(store->get());
+  metrics.AttachRepair(&planner, &scrubber);
+  metrics.AttachCxl(cxl_monitor->get(), &policy);
   std::unique_ptr<ecd::daemon::HttpEndpoint> http;  // Stops before the sources it reads.
   if (!f.metrics_listen.empty()) {
     absl::StatusOr<std::unique_ptr<ecd::daemon::HttpEndpoint>> started =
