@@ -6,9 +6,9 @@
 //       "ecd_rpc_requests_total", "RPCs finished.", {"method", "code"});
 //   prometheus::Counter& ok = requests.WithLabels({"Objects/Encode", "OK"});  // look up once
 //   ok.Increment();
-//   registry.AddScraped<StoreStats>([&] { return store.Stats(); },  // once per scrape
+//   registry.AddScraped<Counts>([&] { return store.Counts(); },  // read once per scrape
 //       {{{"ecd_objects", "Objects stored.", prometheus::MetricType::Gauge, {}},
-//         [](const StoreStats& s) { return Samples{{{}, double(s.objects)}}; }}});
+//         [](const Counts& c) { return Samples{{{}, double(c.objects)}}; }}});
 //   std::string page = registry.Expose();  // text format 0.0.4
 //
 // What it adds to prometheus-cpp 1.0.1:
@@ -157,6 +157,7 @@ class MetricRegistry {
 
   // Every family in registration order, in the text exposition format 0.0.4, through
   // prometheus::TextSerializer. Families without series have their HELP and TYPE lines only.
+  // Each call collects anew: concurrent calls each run every collectable once.
   std::string Expose() const;
 
  private:

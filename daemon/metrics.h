@@ -103,7 +103,8 @@ class DaemonMetrics {
   void AttachServing(const GrpcServing* serving, const StreamIdleTimer* idle);
 
   // The whole exposition, text format 0.0.4 (MetricRegistry::Expose): every family, with its
-  // HELP and TYPE lines even while it has no series.
+  // HELP and TYPE lines even while it has no series. Each call reads every attached source once
+  // (the store: one List, one ListDevices, one Stats); concurrent calls each read them.
   std::string Expose() const;
 
  private:
