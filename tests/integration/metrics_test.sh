@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Metrics on loopback: ecd's /metrics passes `promtool check metrics`; /healthz and /readyz
+# Metrics on loopback: ecd's /metrics passes `promtool check metrics` (at start, after an encode,
+# after a device failure); deploy/metrics.txt lists exactly the families served, with their types
+# and labels; samples are read by name and label set (prom_text.py); /healthz and /readyz
 # answer; the values move as they should (an encode of a known size moves the object, byte,
 # RPC, EC-task and NVMe counters by exactly what it wrote; a read of a missing object counts as
 # NOT_FOUND; failing a device flips its state gauge and makes stripes degraded); and a real
