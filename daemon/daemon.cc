@@ -164,6 +164,7 @@ absl::Status Daemon::StartStore() {
                                      store.status().ToString()));
   }
   store_ = *std::move(store);
+  metrics_.AttachStore(store_.get());
   return absl::OkStatus();
 }
 
@@ -180,6 +181,7 @@ absl::Status Daemon::StartRepair() {
   });
   forget_suspect_listener_.store = store_.get();
   scrubber_ = std::make_unique<repair::Scrubber>(store_.get(), options_.scrub);
+  metrics_.AttachRepair(planner_.get(), scrubber_.get());
   policy_ = std::make_unique<repair::EventPolicy>(store_.get(), planner_.get(), options_.policy);
   absl::StatusOr<std::vector<store::DeviceStatus>> devices = store_->admin().ListDevices();
   if (!devices.ok()) {
@@ -193,7 +195,7 @@ absl::Status Daemon::StartRepair() {
                                                               monitor.status().ToString()));
   }
   cxl_monitor_ = *std::move(monitor);
-  metrics_.Attach(store_.get(), planner_.get(), scrubber_.get(), cxl_monitor_.get(), policy_.get());
+  metrics_.AttachCxl(cxl_monitor_.get(), policy_.get());
   return absl::OkStatus();
 }
 

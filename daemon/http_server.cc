@@ -7,7 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "lib/metrics/text_format.h"
+#include "daemon/metric_registry.h"
 
 namespace ecd::daemon {
 
@@ -43,7 +43,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   s.set_write_timeout(5, 0);
   s.set_payload_max_length(4096);
   s.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics(), metrics::kTextContentType);
+    res.set_content(metrics(), kTextContentType);
   });
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");

@@ -64,7 +64,7 @@ ecctl device ls
 
 say "what Prometheus scrapes from /metrics (a few of the ecd_* series)"
 curl -sf "http://127.0.0.1:$(cat "$WORK/metrics_port")/metrics" |
-  grep -E '^ecd_(objects|object_bytes|stripes|degraded_stripes|lost_stripes|repair_(stripes|bytes)_total|device_state\{device="1"|rpc_requests_total\{method="ecd.v1.Objects/(Encode|Read)")'
+  grep -E '^ecd_(objects|object_bytes|stripes|degraded_stripes|lost_stripes|repair_(stripes|bytes)_total|device_state\{device="1"|rpc_requests_total\{.*method="ecd.v1.Objects/(Encode|Read)")'
 
 say "stopping ecd"
 kill -TERM $PID

@@ -15,6 +15,7 @@ PACKAGES=(
   libcpp-httplib-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev
+  prometheus-cpp-dev
   python3 python3-grpcio python3-protobuf python3-yaml curl
   prometheus
   tmux help2man groff-base

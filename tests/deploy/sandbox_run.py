@@ -41,6 +41,9 @@ import time
 
 from ini import read_settings
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import prom_text  # noqa: E402  (reads /metrics by sample name and labels)
+
 SKIP = 77
 
 SCMP_ACT_KILL_PROCESS = 0x80000000
@@ -371,7 +374,7 @@ def main():
         import urllib.request
         metrics_port = open(metrics_port_file).read().strip()
         page = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read()
-        if b"\necd_objects 1\n" not in page:
+        if prom_text.value(page.decode(), "ecd_objects") != 1:
             fail("/metrics under the sandbox does not show ecd_objects 1")
         ctl("scrub")
         ctl("cxl", "inject", "1", "--log", "failure", "--type", "memory-module",

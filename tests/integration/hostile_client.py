@@ -42,6 +42,9 @@ import grpc  # noqa: E402
 from ecd.v1 import ecd_pb2 as pb  # noqa: E402
 from ecd.v1 import ecd_pb2_grpc as rpc  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import prom_text  # noqa: E402
+
 TCP, UNIX, METRICS, LOG, MODE = sys.argv[2:7]
 ARGS = sys.argv[7:]
 START = time.monotonic()
@@ -62,11 +65,9 @@ def objects_stub(addr):
 
 
 def metric(series):
+    """The value of the series 'name{label="v",...}' (labels in any order), or None."""
     page = urllib.request.urlopen("http://%s/metrics" % METRICS, timeout=10).read().decode()
-    for line in page.splitlines():
-        if line.split(" ")[0] == series:
-            return float(line.split(" ")[1])
-    return None
+    return prom_text.value(page, series)
 
 
 def readyz():

@@ -3,6 +3,8 @@
 # Usage: source lib.sh after setting ECD and ECTL to the binaries.
 
 WORK=$(mktemp -d /tmp/ecd-it.XXXXXX)
+# Reads /metrics by sample name and label set (metric, below; metrics_test.sh).
+PROM_TEXT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/prom_text.py"
 # ThreadSanitizer (scripts/test.sh --tsan): every process the test starts (ecd, ecctl, helpers)
 # writes its report to $WORK/tsan.<pid>, not to a stderr that the test may discard (ecctl ...
 # 2>/dev/null), and cleanup fails the test if any report exists. Harmless in other builds.
@@ -89,10 +91,11 @@ open(path, "wb").write(bytes(data))
 PY
 }
 
-# metric 'name{label="v",...}': the value of that series in a fresh scrape of /metrics (labels in
-# the order ecd prints them); empty when the series is absent.
+# metric 'name{label="v",...}': the value of that series in a fresh scrape of /metrics, found by
+# its name and exact label set in any order (prom_text.py get; integral values print as
+# integers); empty when the series is absent. A malformed exposition fails the pipeline.
 metric() {
-  curl -sf "http://$METRICS/metrics" | awk -v k="$1" '$1 == k { print $2 }'
+  curl -sf "http://$METRICS/metrics" | /usr/bin/python3 "$PROM_TEXT" get "$1"
 }
 
 # expect_error CODE CMD...: the command must fail, print exactly one line on stderr that names

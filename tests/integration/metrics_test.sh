@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Metrics on loopback: ecd's /metrics passes `promtool check metrics`; /healthz and /readyz
+# Metrics on loopback: ecd's /metrics passes `promtool check metrics` (at start, after an encode,
+# after a device failure); deploy/metrics.txt lists exactly the families served, with their types
+# and labels; samples are read by name and label set (prom_text.py); /healthz and /readyz
 # answer; the values move as they should (an encode of a known size moves the object, byte,
 # RPC, EC-task and NVMe counters by exactly what it wrote; a read of a missing object counts as
 # NOT_FOUND; failing a device flips its state gauge and makes stripes degraded); and a real
@@ -23,10 +25,16 @@ expect_metric() {
     "$got" "$2" || fail "$1 = $got, want $2"
 }
 
-# sum_metric NAME FILTER: the sum of every series of NAME whose labels contain FILTER.
+# sum_metric NAME [LABEL="VALUE"]: the sum of every series of NAME with that label (all of them
+# without one).
 sum_metric() {
-  curl -sf "http://$METRICS/metrics" |
-    awk -v n="$1" -v f="$2" 'index($1, n "{") == 1 && index($1, f) > 0 { s += $2 } END { printf "%.0f\n", s }'
+  curl -sf "http://$METRICS/metrics" | /usr/bin/python3 "$PROM_TEXT" sum "$1" ${2:+"$2"}
+}
+
+# promtool_clean FILE WHAT: `promtool check metrics` accepts the scrape in FILE without a word.
+promtool_clean() {
+  promtool check metrics <"$1" >"$WORK/promtool" 2>&1 || fail "promtool ($2): $(cat "$WORK/promtool")"
+  [ ! -s "$WORK/promtool" ] || fail "promtool check metrics complained ($2): $(cat "$WORK/promtool")"
 }
 
 step "endpoints and exposition format"
@@ -36,12 +44,23 @@ start_ecd --data-blocks 4 --parity-blocks 2 --block-size 1M
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$METRICS/nope")" = 404 ] || fail "/nope is not 404"
 curl -sf -D "$WORK/headers" "http://$METRICS/metrics" >"$WORK/scrape0"
 grep -qi '^content-type: text/plain; version=0.0.4' "$WORK/headers" || fail "content type: $(cat "$WORK/headers")"
-promtool check metrics <"$WORK/scrape0" >"$WORK/promtool" 2>&1 || fail "promtool: $(cat "$WORK/promtool")"
-[ ! -s "$WORK/promtool" ] || fail "promtool check metrics complained: $(cat "$WORK/promtool")"
+promtool_clean "$WORK/scrape0" "after start"
 expect_metric ecd_objects 0
 expect_metric ecd_object_bytes 0
-grep -q '^ecd_build_info{version="[0-9.]*",isal="2\.[0-9.]*",cpu_features="[a-z0-9_,]*"} 1$' \
-  "$WORK/scrape0" || fail "ecd_build_info: $(grep build_info "$WORK/scrape0")"
+# One ecd_build_info series, exactly these three labels (in any order), value 1.
+/usr/bin/python3 - "$PROM_TEXT" "$WORK/scrape0" <<'PY' || fail "ecd_build_info: $(grep build_info "$WORK/scrape0")"
+import os, re, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import prom_text
+found = [(l, v) for n, l, v in prom_text.parse(open(sys.argv[2]).read())[1] if n == "ecd_build_info"]
+assert len(found) == 1, found
+labels, value = found[0]
+assert set(labels) == {"version", "isal", "cpu_features"}, labels
+assert re.fullmatch(r"[0-9.]*", labels["version"]), labels
+assert re.fullmatch(r"2\.[0-9.]*", labels["isal"]), labels
+assert re.fullmatch(r"[a-z0-9_,]*", labels["cpu_features"]), labels
+assert value == 1, value
+PY
 for fam in ecd_device_state ecd_nvme_commands_total ecd_cxl_policy_actions_total \
   ecd_rebuild_jobs ecd_scrub_findings_total ecd_catalog_commit_duration_seconds \
   ecd_ec_task_duration_seconds ecd_nvme_prp_fetches_total ecd_nvme_in_flight; do
@@ -57,6 +76,8 @@ expect_metric ecd_object_bytes 3000001
 expect_metric 'ecd_stripes{redundancy_left="2"}' 1
 expect_metric 'ecd_rpc_requests_total{method="ecd.v1.Objects/Encode",code="OK"}' 1
 expect_metric 'ecd_ec_task_duration_seconds_count{kind="create"}' 1
+curl -sf "http://$METRICS/metrics" >"$WORK/scrape1"
+promtool_clean "$WORK/scrape1" "after an encode"
 received=$(metric 'ecd_rpc_received_bytes_total{method="ecd.v1.Objects/Encode"}')
 # The file's bytes plus the protobuf framing of its chunks and the header message.
 python3 -c 'import sys; r=int(sys.argv[1]); sys.exit(0 if 3000001 <= r < 3000001 + 4096 else 1)' \
@@ -112,8 +133,12 @@ expect_metric "ecd_device_state{device=\"$dev\",state=\"online\"}" 0
 expect_metric ecd_degraded_stripes 1
 expect_metric 'ecd_stripes{redundancy_left="1"}' 1
 expect_metric ecd_lost_stripes 0
-promtool check metrics < <(curl -sf "http://$METRICS/metrics") >"$WORK/promtool" 2>&1 ||
-  fail "promtool after changes: $(cat "$WORK/promtool")"
+curl -sf "http://$METRICS/metrics" >"$WORK/scrape2"
+promtool_clean "$WORK/scrape2" "after a device failure"
+
+step "deploy/metrics.txt lists exactly the families served, with their types and labels"
+/usr/bin/python3 "$PROM_TEXT" contract "$DEPLOY/metrics.txt" <"$WORK/scrape2" >"$WORK/contract" ||
+  fail "deploy/metrics.txt and /metrics disagree: $(cat "$WORK/contract")"
 
 step "a real Prometheus scrapes ecd with deploy/prometheus.yml and fires EcdDeviceFailed"
 PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

@@ -21,7 +21,6 @@ ALLOWED = {
     "ec": {"util"},
     "nvme": {"util"},
     "cxl": {"util"},
-    "metrics": {"util"},
     "catalog": {"util", "ec"},
     "devices": {"util", "nvme"},
     "fault": {"util", "nvme", "devices"},

@@ -99,7 +99,8 @@ def main():
     root = pathlib.Path(sys.argv[1])
     listing = "--list" in sys.argv[2:]
     errors, long_ones = [], []
-    for path in sorted(p for top in CHECKED for p in (root / top).rglob("*")):
+    paths = [p for top in CHECKED for p in (root / top).rglob("*")]
+    for path in sorted(paths):
         if path.suffix not in (".h", ".cc") or path.name.endswith(("_test.cc", "_test_util.h")):
             continue
         text = path.read_text()
