@@ -379,7 +379,7 @@ absl::Status ToNvmeOptions(const Flags& f, store::StoreOptions& o) {
     return absl::InvalidArgumentError("--nvme-page-size must be a power of two from 4K to 64K");
   }
   o.nvme.page_size = static_cast<uint32_t>(*page);
-  if (o.nvme.host_memory_bytes < 4 * o.nvme.page_size) {
+  if (o.nvme.host_memory_bytes < uint64_t{4} * o.nvme.page_size) {
     return absl::InvalidArgumentError("--nvme-host-memory must hold at least 4 pages");
   }
   return absl::OkStatus();
@@ -505,6 +505,7 @@ absl::StatusOr<DaemonArgs> ParseDaemonArgs(const std::vector<std::string>& argv)
   LimitFlags limit_flags(app, limits);
   AddToolAndTestingFlags(app, f);
   std::vector<const char*> args;
+  args.reserve(argv.size());
   for (const std::string& a : argv) args.push_back(a.c_str());
   try {
     app.parse(static_cast<int>(args.size()), args.data());

@@ -19,7 +19,7 @@ PACKAGES=(
   python3 python3-grpcio python3-protobuf python3-yaml curl
   prometheus
   tmux help2man groff-base
-  clang-14 libclang-rt-14-dev
+  clang-14 libclang-rt-14-dev clang-format clang-tidy
 )
 
 missing=()

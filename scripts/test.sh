@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds, and runs every test (unit, integration) with ctest.
 # Usage: scripts/test.sh            RelWithDebInfo build in ./build
+#        scripts/test.sh --quick    the inner loop: no package install, an incremental build,
+#                                   then the tests labelled unit and not slow (ctest -L unit
+#                                   -LE slow); the other labels are integration, fault, bench,
+#                                   load and fuzz (ctest -L LABEL runs one of them)
 #        scripts/test.sh --asan     the same suite built with AddressSanitizer and UBSan, in
 #                                   ./build-asan (any report fails the test that caused it)
 #        scripts/test.sh --tsan     the same suite built with ThreadSanitizer, in ./build-tsan;
@@ -26,6 +30,13 @@ elif [ "${1:-}" = "--tsan" ]; then
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
 else
   SANITIZE=()
+fi
+if [ "${1:-}" = "--quick" ]; then
+  echo "== building"
+  bash scripts/build.sh
+  echo "== unit tests"
+  cd "${BUILD_DIR:-build}"
+  exec ctest --output-on-failure --timeout 300 -j "$(nproc)" -L unit -LE slow
 fi
 echo "== installing dependencies"
 bash scripts/install-deps.sh
