@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/e2e.sh: ecd end to end beside its peers (issue 9). On one generated file, in one run, it
+# bench/e2e.sh: ecd end to end beside its peers. On one generated file, in one run, it
 # times `ecctl encode` (8+3, 1 MiB blocks), a clean `ecctl read`, a read with 3 devices failed
 # and a rebuild (`ecctl recover --missing-only`) after failing 1 device, then a full `ecctl recover`
 # after failing another. Beside them, on the same file system, it runs fio O_DIRECT sequential
@@ -10,7 +10,7 @@
 # and pyeclib encoding the file 8+3 (in memory, and again writing their 11 shares to the disk),
 # and par2 creating 37.5% redundancy (on a file over 256 MiB, its time projected from 64 and 256
 # MiB slices unless the whole file would take under a minute). It prints a table of MB/s (10^6
-# bytes/s), ratios and the issue's targets, and ecd's peak RSS. Every read is timed to /dev/null
+# bytes/s), ratios and their targets, and ecd's peak RSS. Every read is timed to /dev/null
 # (fio's read also discards its bytes), then repeated into a pipe to cksum and checked against
 # the source file (CRC and length); the piped reads have their own row.
 # The source file is kept in memory (tmpfs) when there is room, so that encode's disk traffic is
