@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/e2e.sh: ecd end to end beside its peers (issue 9). On one generated file, in one run, it
+# bench/e2e.sh: ecd end to end beside its peers. On one generated file, in one run, it
 # times `ecctl encode` (8+3, 1 MiB blocks), a clean `ecctl read`, a read with 3 devices failed
 # and a rebuild (`ecctl recover --missing-only`) after failing 1 device, then a full `ecctl recover`
 # after failing another. Beside them, on the same file system, it runs fio O_DIRECT sequential
@@ -10,7 +10,7 @@
 # and pyeclib encoding the file 8+3 (in memory, and again writing their 11 shares to the disk),
 # and par2 creating 37.5% redundancy (on a file over 256 MiB, its time projected from 64 and 256
 # MiB slices unless the whole file would take under a minute). It prints a table of MB/s (10^6
-# bytes/s), ratios and the issue's targets, and ecd's peak RSS. Every read is timed to /dev/null
+# bytes/s), ratios and their targets, and ecd's peak RSS. Every read is timed to /dev/null
 # (fio's read also discards its bytes), then repeated into a pipe to cksum and checked against
 # the source file (CRC and length); the piped reads have their own row.
 # The source file is kept in memory (tmpfs) when there is room, so that encode's disk traffic is
@@ -355,8 +355,8 @@ PY
 # ---- the run: fio and ecd phases interleaved
 
 # Every ecd phase with a target runs between two fio passes of its kind, and its reference is
-# the mean of those two: this disk's speed wanders by minutes (fio reads of 1.1 to 3.3 GB/s in
-# one session), and a ratio to passes taken far from the phase measured the wandering.
+# the mean of those two: a disk's speed can wander by the minute, and a ratio to passes taken
+# far from the phase would measure the wandering.
 echo "e2e: fio write (1/4)"
 FIO_W1=$(fio_run write)
 start_ecd
@@ -542,15 +542,14 @@ done
 
 # ---- par2: 3/8 redundancy (37.5%), 1 MiB blocks. Every par2 recovery block depends on every
 # source block, so at a fixed block size its time grows with bytes x recovery blocks, the square
-# of the size, as the work per byte fades beside it (here 64 MiB ran at 83 MB/s, 256 MiB at 42,
-# 1 GiB at 12: x8 the time for x4 the bytes, then x13).
+# of the size, as the work per byte fades beside it.
 # A file of up to 256 MiB is run whole. For a larger one, par2 runs on two slices, 64 and 256
 # MiB, and its time for the whole file is projected by fitting t = a n + b n^2 through them (a:
 # the work per byte, reading, hashing and writing; b: the products); the whole file is run
-# instead when that projection is under a minute (never with --quick). On this VM the fit
-# projected 1 GiB at 77.7 s against 86.4 s measured: the projection makes par2 faster than it
-# is, on ecd's strict side (docs/benchmarks.md). Dividing the slice's time by its size instead
-# (MB/s of the slice) would make par2 6.7 times faster on 1 GiB than it is.
+# instead when that projection is under a minute (never with --quick). The fit errs on par2's
+# side (it projects par2 faster than it runs), so ecd's ratio to it is on the strict side.
+# Dividing the slice's time by its size instead (MB/s of the slice) would make par2 several
+# times faster on a large file than it is.
 
 # par2_run FILE: prints the seconds par2 takes to create the recovery files of FILE.
 par2_run() {

@@ -69,8 +69,8 @@ void RunBatch(Engine& engine, MakeTask make, bool help = false) {
 // aligned blocks (as the store's DMA buffers are). Of() gives every benchmark of a shape the same
 // arena, so a row and its raw ISA-L twin touch the same bytes at the same addresses: block
 // placement alone (alignment, 4 KiB aliasing between streams, a footprint that no longer fits
-// the last-level cache) moved single-erasure recover ratios by 1.5 x when each row allocated
-// its own.
+// the last-level cache) moves a ratio far more than the engine's own cost when each row
+// allocates its own.
 class Stripes {
  public:
   static Stripes& Of(int m, int k, size_t len) {
@@ -515,10 +515,9 @@ std::vector<std::array<double, N>> Rounds(benchmark::State& state, int segment,
 // warm-up. 2 ms is short next to a burst of interference from another process (a compile job's,
 // tens of ms and more), so that one usually spans every variant of a round, and long next to
 // the warm-up's wake-up, the clock reads and the 100 us that the previous variant's idle worker
-// keeps polling (EngineOptions::poll) on the other CPU. At 64 KiB a 4+2 batch is about 0.1 ms
-// of work here (20 batches a segment), at 1 MiB a batch alone is 3.5-22 ms (2 batches). A 1 MiB
-// round then takes up to about 0.1 s, so those rows want a --benchmark_min_time of a second or
-// more for enough rounds. `raw` runs one batch of raw ISA-L; the median of 5 is the estimate.
+// keeps polling (EngineOptions::poll) on the other CPU. Small blocks give a segment many
+// batches; at 1 MiB one batch alone outlasts 2 ms, so a segment is 2 batches and a round is
+// long: those rows want a --benchmark_min_time of a second or more for enough rounds. `raw` runs one batch of raw ISA-L; the median of 5 is the estimate.
 int SegmentOf(const std::function<void()>& raw) {
   std::array<double, 5> t{};
   for (double& seconds : t) {

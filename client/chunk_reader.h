@@ -2,8 +2,8 @@
 // pool of buffers, each handed out as a gRPC slice with room in front for the message's prefix,
 // so a chunk goes from the file to the socket without a copy in ecctl. A regular file is read
 // with O_DIRECT when its file system allows it: no page cache to fill and copy out of (a cold
-// buffered read of 1 GiB cost 0.6-2 s of kernel CPU here, O_DIRECT 0.08 s: docs/benchmarks.md),
-// and no page cache for ecd's own I/O to compete with.
+// buffered read costs far more kernel CPU than an O_DIRECT one), and no page cache for ecd's
+// own I/O to compete with.
 #ifndef ECD_CLIENT_CHUNK_READER_H_
 #define ECD_CLIENT_CHUNK_READER_H_
 
@@ -71,8 +71,8 @@ class ChunkReader {
   ChunkReader(const ChunkReader&) = delete;
   ChunkReader& operator=(const ChunkReader&) = delete;
 
-  // Concurrent reads of a regular file: one O_DIRECT read at a time stalls behind the writes
-  // ecd is making to the same disk (encode then ran at 0.63-0.74 GB/s here).
+  // Concurrent reads of a regular file: one O_DIRECT read at a time would stall behind the
+  // writes ecd is making to the same disk.
   static constexpr int kReadThreads = 4;
 
   // The next chunk in order; nullopt at the end of the input; the read's errno as an error

@@ -30,9 +30,9 @@ namespace v1 = ecd::v1;
 constexpr size_t kChunk = 1 << 20;
 
 // Grows `fd` to a kChunk-byte pipe buffer when it is a pipe (`ecctl read -o - | tool`,
-// `tool | ecctl encode -`). A Linux pipe holds 64 KiB by default, so each 1 MiB message crossed
-// it in 16 wake-ups of writer and reader: here a 1 GiB stream through a default pipe took 1.1-1.7
-// s and through a 1 MiB one 0.6 s (docs/benchmarks.md). Best effort: a pipe that may not grow
+// `tool | ecctl encode -`). A Linux pipe holds 64 KiB by default, so each 1 MiB message would
+// cross it in 16 wake-ups of writer and reader; one that holds a whole message crosses in one.
+// Best effort: a pipe that may not grow
 // (above /proc/sys/fs/pipe-max-size, or past an unprivileged user's pipe quota) keeps its size.
 void WidenPipe(int fd) {
   struct stat st {};

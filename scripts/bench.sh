@@ -17,7 +17,7 @@ if [ "${1:-}" = "--update" ]; then
 fi
 out=$(mktemp)
 # Repetitions run interleaved in random order, so a row and its raw ISA-L twin see the same
-# machine state (run order and buffer placement moved 64 KiB recover ratios by up to 2 x).
+# machine state (run order and buffer placement alone move a ratio more than the engine does).
 build/bench/ec_bench --benchmark_format=json --benchmark_min_time=0.2 --benchmark_repetitions=5 \
   --benchmark_enable_random_interleaving=true "$@" >"$out"
 python3 scripts/bench_ratios.py "$out"

@@ -4,7 +4,8 @@
 // Get/Clear Event Records and Get/Set Event Interrupt Policy payloads (mailbox.h) and is told of
 // new records through an interrupt callback.
 //
-// Interpretation decisions (see /work/shared/reference/cxl-events.md sections 3 and 4):
+// Interpretation decisions, where the CXL specification's Events command set leaves room (Linux's
+// drivers/cxl/core/mbox.c and QEMU's hw/cxl/cxl-events.c are the reference behaviours):
 // - Storage: each log is a FIFO of at most `capacity` records. InsertRecord on a full log drops
 //   the record and accounts an overflow: Overflow Error Count += 1 (saturating at 0xFFFF), First
 //   Overflow Timestamp = clock at the first drop, Last Overflow Timestamp = clock at every drop

@@ -1,8 +1,8 @@
 // CXL Events command set (01h) mailbox payloads: the byte images of Get Event Records (0100h),
 // Clear Event Records (0101h) and Get/Set Event Interrupt Policy (0102h/0103h), the event log
 // identifiers, and the mailbox return codes. All multi-byte fields are little-endian. Layouts
-// follow /work/shared/reference/cxl-events.md section 3 (kernel cxlmem.h, QEMU cxl-events.c and
-// cxl-mailbox-utils.c, which agree).
+// follow the CXL specification's Events command set as Linux (drivers/cxl/cxlmem.h) and QEMU
+// (hw/cxl/cxl-events.c, cxl-mailbox-utils.c) implement it; the two agree.
 //
 // Get Event Records input: 00h Event Log (1).
 // Get Event Records output: 00h Flags (bit0 Overflow, bit1 More Event Records); 01h reserved;

@@ -27,10 +27,9 @@ using internal::CheckDisjoint;
 constexpr size_t kDecodeCacheEntries = 64;
 
 // Encode with checksums codes this many bytes of all M+K blocks together, a piece of each, so
-// that the pieces are still in the core's cache when they are checksummed. With 1 MiB blocks
-// that is 1.65-1.80 x as fast as coding whole blocks and then checksumming them; with 64 KiB
-// blocks, whose stripe fits in cache anyway, the same (bench/ec_bench ChecksumPaired rows,
-// docs/benchmarks.md).
+// that the pieces are still in the core's cache when they are checksummed, rather than read
+// back from memory once a whole stripe larger than the cache has been coded (bench/ec_bench
+// ChecksumPaired compares the two).
 constexpr size_t kChecksumPassBytes = size_t{256} * 1024;
 
 // The Vandermonde verdict per (M, K), computed once per process: the check may take a while

@@ -50,8 +50,8 @@ class Completion {
   // - When they occupy every CPU, first runs queued tasks itself (Engine::Progress) until this
   //   countdown ends or none is queued, then polls for the tasks the workers still run, then
   //   sleeps. The waiter takes a worker's turn on a CPU instead of sleeping through the batch
-  //   and being woken at its end, a wake-up of 10-50 us on a VM (a tenth to a third of a
-  //   16-stripe 4+2 batch of 64 KiB blocks on two workers; docs/benchmarks.md). Whatever is
+  //   and paying a cross-thread wake-up at its end, which is a large share of a short batch's
+  //   time. Whatever is
   //   queued is run in order, tasks of other callers (and their callbacks) included; the
   //   waiter takes none once this countdown has ended, so it returns at most one task's run
   //   after it. A caller must not hold a lock that any callback of the engine takes.

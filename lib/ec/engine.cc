@@ -238,10 +238,9 @@ void Engine::Work() {
       if (left == 0) return;  // Stopping, and nothing flushed is left.
       // Alone (one worker, no caller helping), take all of it. Else factoring self-scheduling:
       // take 1/(2 x threads) of what is left, so a batch spreads over the pool with few trips
-      // to the lock and a worker that starts late still finds work. (Taking 1/threads, guided
-      // self-scheduling, let the first worker take half a batch; when the second started 5-10
-      // us later, it idled for that long at the end: 4+2 at 64 KiB, 2w/1w 1.55-1.64 against
-      // 1.69-1.72 now, docs/benchmarks.md.)
+      // to the lock and a worker that starts late still finds work. (Taking 1/threads would let
+      // the first worker take half a batch and leave it running alone at the end when the
+      // second started later.)
       const size_t threads = static_cast<size_t>(workers_) + static_cast<size_t>(helping_);
       const size_t take = threads == 1 ? left : (left + 2 * threads - 1) / (2 * threads);
       for (size_t x = 0; x < take; ++x) mine.push_back(std::move(queue_[head_ + x]));

@@ -55,8 +55,8 @@ namespace ecd::ec {
 // A task's lists of blocks and of block indices. Up to kInlineBlocks entries live inside the
 // task itself, so a task for a stripe of up to 20 blocks (16+4) allocates nothing: a task is
 // built on one thread and destroyed on a worker, and heap blocks that cross threads that way
-// made the submitter and the worker contend for the allocator's lock at every task (measured:
-// docs/benchmarks.md). Longer lists spill to the heap and work the same.
+// would make the submitter and the worker contend for the allocator's lock at every task.
+// Longer lists spill to the heap and work the same.
 inline constexpr size_t kInlineBlocks = 20;
 using ConstBlocks = absl::InlinedVector<absl::Span<const uint8_t>, kInlineBlocks>;
 using MutableBlocks = absl::InlinedVector<absl::Span<uint8_t>, kInlineBlocks>;
@@ -139,8 +139,8 @@ struct EngineOptions {
   // cpuset, taskset or systemd CPUAffinity= leaves it), 2 or more, pin worker i to the i-th of
   // those CPUs (as SPDK pins its reactors to its core mask). Unpinned, the scheduler was seen to
   // leave two busy workers sharing one CPU for tens of milliseconds while the other idled
-  // (docs/benchmarks.md). Fewer workers than CPUs stay unpinned: the scheduler has CPUs to
-  // spare, and processes that each pinned to the first CPUs would pile up on them while others
+  // (docs/benchmarks.md, "EC engine beside raw ISA-L"). Fewer workers than CPUs stay unpinned:
+  // the scheduler has CPUs to spare, and processes that each pinned to the first CPUs would pile up on them while others
   // idle. Best effort: a worker whose pinning fails runs unpinned.
   bool pin_workers = true;
 };
@@ -186,7 +186,7 @@ class Engine {
   // was built). Its two users lend their thread on opposite sides of it:
   // - A caller that keeps the engine busy (the store's encode pipeline) runs queued tasks
   //   through Progress() only when it is true: with a worker on every CPU, it would compete
-  //   with the workers for the CPUs and leave them to poll idle (docs/benchmarks.md).
+  //   with the workers for the CPUs and leave them to poll idle.
   // - Completion::Wait(Engine&), which waits for one batch with nothing else to do, runs
   //   queued tasks only when it is false: it then takes a worker's turn on a CPU instead of
   //   sleeping and being woken; with a CPU free, it polls and leaves the tasks to the workers.

@@ -24,7 +24,7 @@ constexpr uint64_t kEntry = 8;  // bytes per PRP entry
 // ------------------------------------------------------------------------------------------------
 // Header and fill descriptor encodings.
 
-// An independent bit-by-bit packer for the seed table's layout.
+// An independent bit-by-bit packer for the PRP fetch information header's bit positions (PG329).
 Bytes RefPack(const PrpFetchInfo& f) {
   Bytes b{};
   auto put = [&b](int lsb, int width, uint64_t v) {

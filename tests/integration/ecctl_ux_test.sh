@@ -177,7 +177,7 @@ ecctl --json read small -o - 2>"$WORK/read.stderr" >"$WORK/read.stdout"
 [ "$(cat "$WORK/read.stdout")" = hello ] || fail "read -o - --json: the bytes are not on stdout"
 json 'd["name"]' <"$WORK/read.stderr" | grep -qx small || fail "read -o - --json: no JSON on stderr"
 
-# A pipe of the default 64 KiB took 16 wake-ups per 1 MiB message; ecctl grows it to 1 MiB.
+# A pipe of the default 64 KiB takes 16 wake-ups per 1 MiB message; ecctl grows it to 1 MiB.
 step "read -o - into a pipe: the pipe is grown to 1 MiB and every byte arrives"
 python3 - "$ECTL" --addr "$ADDR" --quiet read big -o - >"$WORK/pipe.txt" <<'PY' || fail "read into a pipe failed"
 import fcntl, hashlib, os, subprocess, sys

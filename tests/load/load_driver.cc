@@ -1,4 +1,4 @@
-// ecd_load: the load test's driver (issue 8). N client threads run a seeded random mix of encode,
+// ecd_load: the load test's driver (docs/load.md). N client threads run a seeded random mix of encode,
 // read (whole and ranges), update (overwrite and append), delete, stat and list against a running
 // ecd over ecd.v1 for a bounded time, each checking every answer against its own model of the
 // objects it owns (their exact bytes); a read of another client's object, racing its owner's
@@ -917,8 +917,7 @@ int main(int argc, char** argv) {
   //              most an encode's ec_workers + 3 stripes; a read holds 3, a recover 4)
   //   bound = 64 MiB base + devices x nvme_host_memory + 2 x requests
   //         + clients x 16 MiB (gRPC buffers: the daemon accepts 16 MiB messages)
-  //   The factor 2 is glibc's: freed stripes stay resident in its per-thread arenas (measured:
-  //   ~400 MiB peak by default, ~250 MiB with MALLOC_ARENA_MAX=2, for the same load).
+  //   The factor 2 is glibc's: freed stripes stay resident in its per-thread arenas.
   //   Sanitized (ASan): 2 x bound + 256 MiB (shadow, redzones and the freed-memory quarantine).
   if (o.pid > 0) {
     uint64_t hwm = ProcStatus(o.pid, "VmHWM");
