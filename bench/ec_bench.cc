@@ -517,7 +517,8 @@ std::vector<std::array<double, N>> Rounds(benchmark::State& state, int segment,
 // the warm-up's wake-up, the clock reads and the 100 us that the previous variant's idle worker
 // keeps polling (EngineOptions::poll) on the other CPU. Small blocks give a segment many
 // batches; at 1 MiB one batch alone outlasts 2 ms, so a segment is 2 batches and a round is
-// long: those rows want a --benchmark_min_time of a second or more for enough rounds. `raw` runs one batch of raw ISA-L; the median of 5 is the estimate.
+// long: those rows want a --benchmark_min_time of a second or more for enough rounds. `raw` runs
+// one batch of raw ISA-L; the median of 5 is the estimate.
 int SegmentOf(const std::function<void()>& raw) {
   std::array<double, 5> t{};
   for (double& seconds : t) {

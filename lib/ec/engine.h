@@ -140,8 +140,8 @@ struct EngineOptions {
   // those CPUs (as SPDK pins its reactors to its core mask). Unpinned, the scheduler was seen to
   // leave two busy workers sharing one CPU for tens of milliseconds while the other idled
   // (docs/benchmarks.md, "EC engine beside raw ISA-L"). Fewer workers than CPUs stay unpinned:
-  // the scheduler has CPUs to spare, and processes that each pinned to the first CPUs would pile up on them while others
-  // idle. Best effort: a worker whose pinning fails runs unpinned.
+  // the scheduler has CPUs to spare, and processes that each pinned to the first CPUs would pile up
+  // on them while others idle. Best effort: a worker whose pinning fails runs unpinned.
   bool pin_workers = true;
 };
 

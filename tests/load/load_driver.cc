@@ -1,7 +1,7 @@
-// ecd_load: the load test's driver (docs/load.md). N client threads run a seeded random mix of encode,
-// read (whole and ranges), update (overwrite and append), delete, stat and list against a running
-// ecd over ecd.v1 for a bounded time, each checking every answer against its own model of the
-// objects it owns (their exact bytes); a read of another client's object, racing its owner's
+// ecd_load: the load test's driver (docs/load.md). N client threads run a seeded random mix of
+// encode, read (whole and ranges), update (overwrite and append), delete, stat and list against a
+// running ecd over ecd.v1 for a bounded time, each checking every answer against its own model of
+// the objects it owns (their exact bytes); a read of another client's object, racing its owner's
 // updates and deletes, must return exactly one committed version (History). Meanwhile an
 // injector thread fails devices and brings them back, injects CXL memory-module (evacuate) and
 // media-error (rebuild) events, and recovers objects while clients update them, keeping at most
