@@ -1,6 +1,6 @@
-// CXL memory-device event records: byte-exact codecs for the 128-byte records that Get Event
-// Records (0100h) returns, operator names as the Linux cxl tracepoints print them, and a JSON
-// rendering keyed like those tracepoints' fields.
+// CXL memory-device event records: the record types and the byte-exact codec for the 128-byte
+// records that Get Event Records (0100h) returns. Names are in event_record_names.h, the JSON
+// rendering in event_record_json.h.
 //
 // Layouts (CXL r3.1 8.2.9.2.1, as laid out by the Linux kernel and QEMU): all integers are
 // little-endian; the 16-byte record-type UUID at offset 0 is in network (RFC 4122) byte order.
@@ -9,8 +9,8 @@
 // port, memory sparing, dynamic capacity, unknown UUIDs) is a GenericRecord holding the 80 raw
 // data bytes. Reserved bytes are kept raw, so EncodeRecord(DecodeRecord(b)) == b for every
 // image DecodeRecord accepts.
-#ifndef ECD_LIB_CXL_EVENT_RECORD_H_
-#define ECD_LIB_CXL_EVENT_RECORD_H_
+#ifndef ECD_LIB_CXL_EVENT_RECORD_CODEC_H_
+#define ECD_LIB_CXL_EVENT_RECORD_CODEC_H_
 
 #include <array>
 #include <cstddef>
@@ -104,14 +104,9 @@ enum class RecordKind : uint8_t {
 
 // The kind a record-type UUID names; kUnknown for any other UUID.
 RecordKind KindFromUuid(const Uuid& uuid);
-// "General Media", "DRAM", ..., "Unknown".
-std::string_view RecordKindName(RecordKind kind);
 
 // Event Record Flags bits 1:0. All four encodings are defined.
 enum class Severity : uint8_t { kInformational = 0, kWarning = 1, kFailure = 2, kFatal = 3 };
-
-// "Informational", "Warning", "Failure", "Fatal" (the kernel's log-type names).
-std::string_view SeverityName(Severity severity);
 
 // Common Event Record header: bytes 0x10-0x2F (the UUID is kept by the record that owns it).
 struct EventHeader {
@@ -156,7 +151,8 @@ inline constexpr uint8_t kCmeMultipleMedia = 1u << 0;
 inline constexpr uint8_t kCmeThresholdExceeded = 1u << 1;
 
 // Enumerated fields are stored as their raw byte; a value outside the named ones is reserved,
-// decodes without error, and is reported by IsKnown() == false and RecordWarnings().
+// decodes without error, and is reported by IsKnown() == false and RecordWarnings()
+// (event_record_names.h).
 
 // General Media Memory Event Type.
 enum class GmerEventType : uint8_t {
@@ -237,40 +233,6 @@ enum class MediaStatus : uint8_t {
   kAllDataLossOnShutdown = 8,
   kAllDataLossImminent = 9,
 };
-
-bool IsKnown(GmerEventType v);
-bool IsKnown(DramEventType v);
-bool IsKnown(TransactionType v);
-bool IsKnown(MemEventSubType v);
-bool IsKnown(MemModuleEventType v);
-bool IsKnown(MemModuleEventSubType v);
-bool IsKnown(MediaStatus v);
-
-// Names exactly as the kernel's cxl_general_media / cxl_dram / cxl_memory_module tracepoints
-// print them (e.g. "ECC Error", "Host Read", "All Data loss in the Event of Shutdown");
-// "Reserved" for a value IsKnown() rejects.
-std::string_view GmerEventTypeName(GmerEventType v);
-std::string_view DramEventTypeName(DramEventType v);
-std::string_view TransactionTypeName(TransactionType v);
-std::string_view MemEventSubTypeName(MemEventSubType v);
-std::string_view MemModuleEventTypeName(MemModuleEventType v);
-std::string_view MemModuleEventSubTypeName(MemModuleEventSubType v);
-std::string_view MediaStatusName(MediaStatus v);
-// Additional-status sub-fields: 0 "Normal", 1 "Warning", 2 "Critical", 3 "Reserved".
-std::string_view AdditionalStatusName(uint8_t v);
-
-// Flag sets rendered like the kernel's __print_flags: the names of the set bits joined by the
-// delimiter, then any bits without a name as "0x%x"; "" for 0. The header flags include the
-// severity bits, which the kernel has no names for (a Warning record with no other flags
-// prints "0x1").
-std::string HeaderFlagsString(uint32_t flags);           // " | "-joined, e.g. "MAINTENANCE_NEEDED"
-std::string DpaFlagsString(uint8_t dpa_flags);           // "VOLATILE|NOT_REPAIRABLE"
-std::string DescriptorString(uint8_t descriptor);        // "UNCORRECTABLE_EVENT|THRESHOLD_EVENT"
-std::string GmerValidityString(uint16_t validity);       // "CHANNEL|RANK|DEVICE|COMPONENT|..."
-std::string DramValidityString(uint16_t validity);       // "CHANNEL|...|SUB CHANNEL"
-std::string MemModuleValidityString(uint16_t validity);  // "COMPONENT|COMPONENT PLDM FORMAT"
-std::string HealthStatusString(uint8_t health_status);   // "MAINTENANCE_NEEDED|..."
-std::string CmeThresholdFlagsString(uint8_t flags);
 
 // Component Identifier in PLDM format (r3.1 Table 8-44).
 struct PldmComponentId {
@@ -450,20 +412,6 @@ EventHeader& MutableHeaderOf(EventRecord& record);
 RecordKind KindOf(const EventRecord& record);
 Uuid UuidOf(const EventRecord& record);
 
-// Human-readable notes about values a well-formed record should not carry, for the caller to
-// log: reserved enum codes, reserved header flag bits, an unknown record UUID. Empty for a
-// clean record.
-std::vector<std::string> RecordWarnings(const EventRecord& record);
-
-// One compact JSON object for the record, in the shape of ndctl's `cxl monitor` output: "system"
-// ("cxl"), "event" (the tracepoint name: cxl_general_media, cxl_dram, cxl_memory_module,
-// cxl_generic_event), "log" (log_name, as a string), then the tracepoint's fields by their names
-// and in their declaration order, with raw integer values, hdr_uuid as a canonical UUID string
-// and byte arrays (comp_id, cor_mask, data) as arrays of integers. Host-side fields that are not
-// in the record (memdev, host, serial, hpa, region) are omitted. As in the kernel, "dpa" is the
-// address with bits 5:0 cleared and "dpa_flags" is bits 1:0.
-std::string RecordToJson(const EventRecord& record, std::string_view log_name);
-
 }  // namespace ecd::cxl
 
-#endif  // ECD_LIB_CXL_EVENT_RECORD_H_
+#endif  // ECD_LIB_CXL_EVENT_RECORD_CODEC_H_

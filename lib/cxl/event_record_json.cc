@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "lib/cxl/event_record.h"
+#include "lib/cxl/event_record_json.h"
 #include "lib/cxl/event_record_fields.h"
 
 namespace ecd::cxl {
