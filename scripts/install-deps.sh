@@ -12,6 +12,7 @@ PACKAGES=(
   python3-zfec python3-pyeclib par2
   libsqlite3-dev sqlite3
   libcli11-dev
+  nlohmann-json3-dev
   libcpp-httplib-dev
   libgtest-dev libgmock-dev googletest
   libbenchmark-dev

@@ -1,12 +1,15 @@
 // Names for CXL event record values as the Linux cxl tracepoints print them, flag sets rendered
 // like the kernel's __print_flags, and the warnings for values that have no name.
+#include "lib/cxl/event_record_names.h"
+
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "lib/cxl/event_record.h"
+#include "lib/cxl/enum_table.h"
 #include "lib/cxl/event_record_fields.h"
 
 namespace ecd::cxl {
@@ -43,217 +46,150 @@ void WarnIfReserved(std::vector<std::string>& w, std::string_view field, E v) {
   if (!IsKnown(v)) w.push_back(absl::StrFormat("reserved %s 0x%02x", field, Raw(v)));
 }
 
+// One (value, name) table per enumerated field; IsKnown and the *Name functions below derive
+// from these alone.
+
+constexpr EnumName<RecordKind> kRecordKindNames[] = {
+    {RecordKind::kGeneralMedia, "General Media"},
+    {RecordKind::kDram, "DRAM"},
+    {RecordKind::kMemoryModule, "Memory Module"},
+    {RecordKind::kMemorySparing, "Memory Sparing"},
+    {RecordKind::kDynamicCapacity, "Dynamic Capacity"},
+    {RecordKind::kPhysicalSwitch, "Physical Switch"},
+    {RecordKind::kVirtualSwitch, "Virtual Switch"},
+    {RecordKind::kMldPort, "MLD Port"},
+};
+constexpr EnumTable kRecordKinds(kRecordKindNames, "Unknown");
+
+constexpr EnumName<Severity> kSeverityNames[] = {
+    {Severity::kInformational, "Informational"},
+    {Severity::kWarning, "Warning"},
+    {Severity::kFailure, "Failure"},
+    {Severity::kFatal, "Fatal"},
+};
+constexpr EnumTable kSeverities(kSeverityNames, "Reserved");
+
+constexpr EnumName<GmerEventType> kGmerEventTypeNames[] = {
+    {GmerEventType::kEccError, "ECC Error"},
+    {GmerEventType::kInvalidAddress, "Invalid Address"},
+    {GmerEventType::kDataPathError, "Data Path Error"},
+    {GmerEventType::kTeStateViolation, "TE State Violation"},
+    {GmerEventType::kScrubMediaEccError, "Scrub Media ECC Error"},
+    {GmerEventType::kAdvProgCmeCounterExpiration, "Adv Prog CME Counter Expiration"},
+    {GmerEventType::kCkidViolation, "CKID Violation"},
+};
+constexpr EnumTable kGmerEventTypes(kGmerEventTypeNames, "Reserved");
+
+constexpr EnumName<DramEventType> kDramEventTypeNames[] = {
+    {DramEventType::kEccError, "ECC Error"},
+    {DramEventType::kScrubMediaEccError, "Scrub Media ECC Error"},
+    {DramEventType::kInvalidAddress, "Invalid Address"},
+    {DramEventType::kDataPathError, "Data Path Error"},
+    {DramEventType::kTeStateViolation, "TE State Violation"},
+    {DramEventType::kAdvProgCmeCounterExpiration, "Adv Prog CME Counter Expiration"},
+    {DramEventType::kCkidViolation, "CKID Violation"},
+};
+constexpr EnumTable kDramEventTypes(kDramEventTypeNames, "Reserved");
+
+constexpr EnumName<TransactionType> kTransactionTypeNames[] = {
+    {TransactionType::kUnknown, "Unknown"},
+    {TransactionType::kHostRead, "Host Read"},
+    {TransactionType::kHostWrite, "Host Write"},
+    {TransactionType::kHostScanMedia, "Host Scan Media"},
+    {TransactionType::kHostInjectPoison, "Host Inject Poison"},
+    {TransactionType::kInternalMediaScrub, "Internal Media Scrub"},
+    {TransactionType::kInternalMediaManagement, "Internal Media Management"},
+    {TransactionType::kInternalMediaErrorCheckScrub, "Internal Media Error Check Scrub"},
+    {TransactionType::kMediaInitialization, "Media Initialization"},
+};
+constexpr EnumTable kTransactionTypes(kTransactionTypeNames, "Reserved");
+
+constexpr EnumName<MemEventSubType> kMemEventSubTypeNames[] = {
+    {MemEventSubType::kNotReported, "Not Reported"},
+    {MemEventSubType::kInternalDatapathError, "Internal Datapath Error"},
+    {MemEventSubType::kMediaLinkCommandTrainingError, "Media Link Command Training Error"},
+    {MemEventSubType::kMediaLinkControlTrainingError, "Media Link Control Training Error"},
+    {MemEventSubType::kMediaLinkDataTrainingError, "Media Link Data Training Error"},
+    {MemEventSubType::kMediaLinkCrcError, "Media Link CRC Error"},
+};
+constexpr EnumTable kMemEventSubTypes(kMemEventSubTypeNames, "Reserved");
+
+constexpr EnumName<MemModuleEventType> kMemModuleEventTypeNames[] = {
+    {MemModuleEventType::kHealthStatusChange, "Health Status Change"},
+    {MemModuleEventType::kMediaStatusChange, "Media Status Change"},
+    {MemModuleEventType::kLifeUsedChange, "Life Used Change"},
+    {MemModuleEventType::kTemperatureChange, "Temperature Change"},
+    {MemModuleEventType::kDataPathError, "Data Path Error"},
+    {MemModuleEventType::kLsaError, "LSA Error"},
+    {MemModuleEventType::kUnrecoverableSidebandBusError,
+     "Unrecoverable Internal Sideband Bus Error"},
+    {MemModuleEventType::kMemoryMediaFruError, "Memory Media FRU Error"},
+    {MemModuleEventType::kPowerManagementFault, "Power Management Fault"},
+};
+constexpr EnumTable kMemModuleEventTypes(kMemModuleEventTypeNames, "Reserved");
+
+constexpr EnumName<MemModuleEventSubType> kMemModuleEventSubTypeNames[] = {
+    {MemModuleEventSubType::kNotReported, "Not Reported"},
+    {MemModuleEventSubType::kInvalidConfigData, "Invalid Config Data"},
+    {MemModuleEventSubType::kUnsupportedConfigData, "Unsupported Config Data"},
+    {MemModuleEventSubType::kUnsupportedMemoryMediaFru, "Unsupported Memory Media FRU"},
+};
+constexpr EnumTable kMemModuleEventSubTypes(kMemModuleEventSubTypeNames, "Reserved");
+
+// Spelled as the kernel's show_media_status table spells them, inconsistencies included.
+constexpr EnumName<MediaStatus> kMediaStatusNames[] = {
+    {MediaStatus::kNormal, "Normal"},
+    {MediaStatus::kNotReady, "Not Ready"},
+    {MediaStatus::kWritePersistencyLost, "Write Persistency Lost"},
+    {MediaStatus::kAllDataLost, "All Data Lost"},
+    {MediaStatus::kWritePersistencyLossOnPowerLoss,
+     "Write Persistency Loss in the Event of Power Loss"},
+    {MediaStatus::kWritePersistencyLossOnShutdown, "Write Persistency Loss in Event of Shutdown"},
+    {MediaStatus::kWritePersistencyLossImminent, "Write Persistency Loss Imminent"},
+    {MediaStatus::kAllDataLossOnPowerLoss, "All Data Loss in Event of Power Loss"},
+    {MediaStatus::kAllDataLossOnShutdown, "All Data loss in the Event of Shutdown"},
+    {MediaStatus::kAllDataLossImminent, "All Data Loss Imminent"},
+};
+constexpr EnumTable kMediaStatuses(kMediaStatusNames, "Reserved");
+
+// Additional-status sub-field values (2 bits; 3 is reserved).
+constexpr EnumName<uint8_t> kAdditionalStatusNames[] = {
+    {0, "Normal"},
+    {1, "Warning"},
+    {2, "Critical"},
+};
+constexpr EnumTable kAdditionalStatuses(kAdditionalStatusNames, "Reserved");
+
+static_assert(kRecordKinds.Valid() && kSeverities.Valid() && kGmerEventTypes.Valid() &&
+              kDramEventTypes.Valid() && kTransactionTypes.Valid() && kMemEventSubTypes.Valid() &&
+              kMemModuleEventTypes.Valid() && kMemModuleEventSubTypes.Valid() &&
+              kMediaStatuses.Valid() && kAdditionalStatuses.Valid());
+
 }  // namespace
 
-std::string_view RecordKindName(RecordKind kind) {
-  switch (kind) {
-    case RecordKind::kGeneralMedia:
-      return "General Media";
-    case RecordKind::kDram:
-      return "DRAM";
-    case RecordKind::kMemoryModule:
-      return "Memory Module";
-    case RecordKind::kMemorySparing:
-      return "Memory Sparing";
-    case RecordKind::kDynamicCapacity:
-      return "Dynamic Capacity";
-    case RecordKind::kPhysicalSwitch:
-      return "Physical Switch";
-    case RecordKind::kVirtualSwitch:
-      return "Virtual Switch";
-    case RecordKind::kMldPort:
-      return "MLD Port";
-    case RecordKind::kUnknown:
-      break;
-  }
-  return "Unknown";
-}
+std::string_view RecordKindName(RecordKind kind) { return kRecordKinds.Name(kind); }
+std::string_view SeverityName(Severity severity) { return kSeverities.Name(severity); }
 
-std::string_view SeverityName(Severity severity) {
-  switch (severity) {
-    case Severity::kInformational:
-      return "Informational";
-    case Severity::kWarning:
-      return "Warning";
-    case Severity::kFailure:
-      return "Failure";
-    case Severity::kFatal:
-      return "Fatal";
-  }
-  return "Reserved";
-}
+bool IsKnown(GmerEventType v) { return kGmerEventTypes.IsKnown(v); }
+bool IsKnown(DramEventType v) { return kDramEventTypes.IsKnown(v); }
+bool IsKnown(TransactionType v) { return kTransactionTypes.IsKnown(v); }
+bool IsKnown(MemEventSubType v) { return kMemEventSubTypes.IsKnown(v); }
+bool IsKnown(MemModuleEventType v) { return kMemModuleEventTypes.IsKnown(v); }
+bool IsKnown(MemModuleEventSubType v) { return kMemModuleEventSubTypes.IsKnown(v); }
+bool IsKnown(MediaStatus v) { return kMediaStatuses.IsKnown(v); }
 
-bool IsKnown(GmerEventType v) { return Raw(v) <= Raw(GmerEventType::kCkidViolation); }
-bool IsKnown(DramEventType v) { return Raw(v) <= Raw(DramEventType::kCkidViolation); }
-bool IsKnown(TransactionType v) { return Raw(v) <= Raw(TransactionType::kMediaInitialization); }
-bool IsKnown(MemEventSubType v) { return Raw(v) <= Raw(MemEventSubType::kMediaLinkCrcError); }
-bool IsKnown(MemModuleEventType v) {
-  return Raw(v) <= Raw(MemModuleEventType::kPowerManagementFault);
-}
-bool IsKnown(MemModuleEventSubType v) {
-  return Raw(v) <= Raw(MemModuleEventSubType::kUnsupportedMemoryMediaFru);
-}
-bool IsKnown(MediaStatus v) { return Raw(v) <= Raw(MediaStatus::kAllDataLossImminent); }
-
-std::string_view GmerEventTypeName(GmerEventType v) {
-  switch (v) {
-    case GmerEventType::kEccError:
-      return "ECC Error";
-    case GmerEventType::kInvalidAddress:
-      return "Invalid Address";
-    case GmerEventType::kDataPathError:
-      return "Data Path Error";
-    case GmerEventType::kTeStateViolation:
-      return "TE State Violation";
-    case GmerEventType::kScrubMediaEccError:
-      return "Scrub Media ECC Error";
-    case GmerEventType::kAdvProgCmeCounterExpiration:
-      return "Adv Prog CME Counter Expiration";
-    case GmerEventType::kCkidViolation:
-      return "CKID Violation";
-  }
-  return "Reserved";
-}
-
-std::string_view DramEventTypeName(DramEventType v) {
-  switch (v) {
-    case DramEventType::kEccError:
-      return "ECC Error";
-    case DramEventType::kScrubMediaEccError:
-      return "Scrub Media ECC Error";
-    case DramEventType::kInvalidAddress:
-      return "Invalid Address";
-    case DramEventType::kDataPathError:
-      return "Data Path Error";
-    case DramEventType::kTeStateViolation:
-      return "TE State Violation";
-    case DramEventType::kAdvProgCmeCounterExpiration:
-      return "Adv Prog CME Counter Expiration";
-    case DramEventType::kCkidViolation:
-      return "CKID Violation";
-  }
-  return "Reserved";
-}
-
-std::string_view TransactionTypeName(TransactionType v) {
-  switch (v) {
-    case TransactionType::kUnknown:
-      return "Unknown";
-    case TransactionType::kHostRead:
-      return "Host Read";
-    case TransactionType::kHostWrite:
-      return "Host Write";
-    case TransactionType::kHostScanMedia:
-      return "Host Scan Media";
-    case TransactionType::kHostInjectPoison:
-      return "Host Inject Poison";
-    case TransactionType::kInternalMediaScrub:
-      return "Internal Media Scrub";
-    case TransactionType::kInternalMediaManagement:
-      return "Internal Media Management";
-    case TransactionType::kInternalMediaErrorCheckScrub:
-      return "Internal Media Error Check Scrub";
-    case TransactionType::kMediaInitialization:
-      return "Media Initialization";
-  }
-  return "Reserved";
-}
-
-std::string_view MemEventSubTypeName(MemEventSubType v) {
-  switch (v) {
-    case MemEventSubType::kNotReported:
-      return "Not Reported";
-    case MemEventSubType::kInternalDatapathError:
-      return "Internal Datapath Error";
-    case MemEventSubType::kMediaLinkCommandTrainingError:
-      return "Media Link Command Training Error";
-    case MemEventSubType::kMediaLinkControlTrainingError:
-      return "Media Link Control Training Error";
-    case MemEventSubType::kMediaLinkDataTrainingError:
-      return "Media Link Data Training Error";
-    case MemEventSubType::kMediaLinkCrcError:
-      return "Media Link CRC Error";
-  }
-  return "Reserved";
-}
-
+std::string_view GmerEventTypeName(GmerEventType v) { return kGmerEventTypes.Name(v); }
+std::string_view DramEventTypeName(DramEventType v) { return kDramEventTypes.Name(v); }
+std::string_view TransactionTypeName(TransactionType v) { return kTransactionTypes.Name(v); }
+std::string_view MemEventSubTypeName(MemEventSubType v) { return kMemEventSubTypes.Name(v); }
 std::string_view MemModuleEventTypeName(MemModuleEventType v) {
-  switch (v) {
-    case MemModuleEventType::kHealthStatusChange:
-      return "Health Status Change";
-    case MemModuleEventType::kMediaStatusChange:
-      return "Media Status Change";
-    case MemModuleEventType::kLifeUsedChange:
-      return "Life Used Change";
-    case MemModuleEventType::kTemperatureChange:
-      return "Temperature Change";
-    case MemModuleEventType::kDataPathError:
-      return "Data Path Error";
-    case MemModuleEventType::kLsaError:
-      return "LSA Error";
-    case MemModuleEventType::kUnrecoverableSidebandBusError:
-      return "Unrecoverable Internal Sideband Bus Error";
-    case MemModuleEventType::kMemoryMediaFruError:
-      return "Memory Media FRU Error";
-    case MemModuleEventType::kPowerManagementFault:
-      return "Power Management Fault";
-  }
-  return "Reserved";
+  return kMemModuleEventTypes.Name(v);
 }
-
 std::string_view MemModuleEventSubTypeName(MemModuleEventSubType v) {
-  switch (v) {
-    case MemModuleEventSubType::kNotReported:
-      return "Not Reported";
-    case MemModuleEventSubType::kInvalidConfigData:
-      return "Invalid Config Data";
-    case MemModuleEventSubType::kUnsupportedConfigData:
-      return "Unsupported Config Data";
-    case MemModuleEventSubType::kUnsupportedMemoryMediaFru:
-      return "Unsupported Memory Media FRU";
-  }
-  return "Reserved";
+  return kMemModuleEventSubTypes.Name(v);
 }
-
-std::string_view MediaStatusName(MediaStatus v) {
-  // Spelled as the kernel's show_media_status table spells them, inconsistencies included.
-  switch (v) {
-    case MediaStatus::kNormal:
-      return "Normal";
-    case MediaStatus::kNotReady:
-      return "Not Ready";
-    case MediaStatus::kWritePersistencyLost:
-      return "Write Persistency Lost";
-    case MediaStatus::kAllDataLost:
-      return "All Data Lost";
-    case MediaStatus::kWritePersistencyLossOnPowerLoss:
-      return "Write Persistency Loss in the Event of Power Loss";
-    case MediaStatus::kWritePersistencyLossOnShutdown:
-      return "Write Persistency Loss in Event of Shutdown";
-    case MediaStatus::kWritePersistencyLossImminent:
-      return "Write Persistency Loss Imminent";
-    case MediaStatus::kAllDataLossOnPowerLoss:
-      return "All Data Loss in Event of Power Loss";
-    case MediaStatus::kAllDataLossOnShutdown:
-      return "All Data loss in the Event of Shutdown";
-    case MediaStatus::kAllDataLossImminent:
-      return "All Data Loss Imminent";
-  }
-  return "Reserved";
-}
-
-std::string_view AdditionalStatusName(uint8_t v) {
-  switch (v) {
-    case 0:
-      return "Normal";
-    case 1:
-      return "Warning";
-    case 2:
-      return "Critical";
-    default:
-      return "Reserved";
-  }
-}
+std::string_view MediaStatusName(MediaStatus v) { return kMediaStatuses.Name(v); }
+std::string_view AdditionalStatusName(uint8_t v) { return kAdditionalStatuses.Name(v); }
 
 std::string HeaderFlagsString(uint32_t flags) {
   static constexpr FlagName kTable[] = {

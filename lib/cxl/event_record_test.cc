@@ -950,5 +950,21 @@ TEST(Json, GenericWithEscapedLogName) {
             R"(0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,255]})");
 }
 
+// ensure_ascii off: valid UTF-8 and DEL pass through; each invalid byte becomes U+FFFD.
+TEST(Json, LogNameUtf8PassesThroughAndInvalidBytesBecomeReplacementCharacters) {
+  GenericRecord g;
+  const std::string prefix = R"({"system":"cxl","event":"cxl_generic_event","log":")";
+  const std::string valid = prefix + "caf\xc3\xa9 \x7f\",";
+  EXPECT_EQ(RecordToJson(g, "caf\xc3\xa9 \x7f").substr(0, valid.size()), valid);
+  const std::string invalid = prefix +
+                              "a\xef\xbf\xbd\xef\xbf\xbd"
+                              "b\",";
+  EXPECT_EQ(RecordToJson(g,
+                         "a\xff\xc3"
+                         "b")
+                .substr(0, invalid.size()),
+            invalid);
+}
+
 }  // namespace
 }  // namespace ecd::cxl

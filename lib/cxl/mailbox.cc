@@ -1,4 +1,4 @@
-// Events command set payload codecs, event log names and return code names.
+// Events command set payload codecs and the mapping of decode errors to return codes.
 #include "lib/cxl/mailbox.h"
 
 #include <cassert>
@@ -44,96 +44,6 @@ absl::StatusOr<EventLog> DecodeLog(uint8_t value, std::string_view command) {
 }
 
 }  // namespace
-
-bool IsDefinedEventLog(uint8_t value) { return value < kNumDefinedEventLogs; }
-
-std::string_view EventLogName(EventLog log) {
-  switch (log) {
-    case EventLog::kInformational:
-      return "Informational";
-    case EventLog::kWarning:
-      return "Warning";
-    case EventLog::kFailure:
-      return "Failure";
-    case EventLog::kFatal:
-      return "Fatal";
-    case EventLog::kDynamicCapacity:
-      return "Dynamic Capacity";
-  }
-  return "Unknown";
-}
-
-std::string_view ReturnCodeName(ReturnCode rc) {
-  switch (rc) {
-    case ReturnCode::kSuccess:
-      return "Success";
-    case ReturnCode::kBackgroundCommandStarted:
-      return "Background Command Started";
-    case ReturnCode::kInvalidInput:
-      return "Invalid Input";
-    case ReturnCode::kUnsupported:
-      return "Unsupported";
-    case ReturnCode::kInternalError:
-      return "Internal Error";
-    case ReturnCode::kRetryRequired:
-      return "Retry Required";
-    case ReturnCode::kBusy:
-      return "Busy";
-    case ReturnCode::kMediaDisabled:
-      return "Media Disabled";
-    case ReturnCode::kFwTransferInProgress:
-      return "FW Transfer in Progress";
-    case ReturnCode::kFwTransferOutOfOrder:
-      return "FW Transfer Out of Order";
-    case ReturnCode::kFwAuthenticationFailed:
-      return "FW Authentication Failed";
-    case ReturnCode::kInvalidSlot:
-      return "Invalid Slot";
-    case ReturnCode::kActivationFailedFwRolledBack:
-      return "Activation Failed, FW Rolled Back";
-    case ReturnCode::kActivationFailedColdResetRequired:
-      return "Activation Failed, Cold Reset Required";
-    case ReturnCode::kInvalidHandle:
-      return "Invalid Handle";
-    case ReturnCode::kInvalidPhysicalAddress:
-      return "Invalid Physical Address";
-    case ReturnCode::kInjectPoisonLimitReached:
-      return "Inject Poison Limit Reached";
-    case ReturnCode::kPermanentMediaFailure:
-      return "Permanent Media Failure";
-    case ReturnCode::kAborted:
-      return "Aborted";
-    case ReturnCode::kInvalidSecurityState:
-      return "Invalid Security State";
-    case ReturnCode::kIncorrectPassphrase:
-      return "Incorrect Passphrase";
-    case ReturnCode::kUnsupportedMailboxOrCci:
-      return "Unsupported Mailbox or CCI";
-    case ReturnCode::kInvalidPayloadLength:
-      return "Invalid Payload Length";
-    case ReturnCode::kInvalidLog:
-      return "Invalid Log";
-    case ReturnCode::kInterrupted:
-      return "Interrupted";
-    case ReturnCode::kUnsupportedFeatureVersion:
-      return "Unsupported Feature Version";
-    case ReturnCode::kUnsupportedFeatureSelectionValue:
-      return "Unsupported Feature Selection Value";
-    case ReturnCode::kFeatureTransferInProgress:
-      return "Feature Transfer in Progress";
-    case ReturnCode::kFeatureTransferOutOfOrder:
-      return "Feature Transfer Out of Order";
-    case ReturnCode::kResourcesExhausted:
-      return "Resources Exhausted";
-    case ReturnCode::kInvalidExtentList:
-      return "Invalid Extent List";
-    case ReturnCode::kTransferOutOfOrder:
-      return "Transfer Out of Order";
-    case ReturnCode::kRequestAbortNotSupported:
-      return "Request Abort Not Supported";
-  }
-  return "Unknown";
-}
 
 ReturnCode ReturnCodeForDecodeError(const absl::Status& status) {
   switch (status.code()) {

@@ -207,15 +207,15 @@ PrpFetchInfo PrpFetchManager::FillSet(IndexState& s, uint16_t prp_index, int buf
   std::vector<uint64_t>& out = s.entries[buffer];
   const uint64_t want = std::min<uint64_t>(entries_per_buffer_, s.desc_rem);
   uint64_t got = 0;
-  uint8_t error = kNoError;
+  uint8_t error = kScSuccess;
   uint64_t error_addr = 0;
   uint64_t addr = s.next_addr;
 
   if ((addr & 7) != 0) {  // only the list pointer from Begin can be misaligned here
-    error = kPrpOffsetInvalid;
+    error = kScPrpOffsetInvalid;
     error_addr = addr & ~uint64_t{7};
   }
-  while (error == kNoError && got < want) {
+  while (error == kScSuccess && got < want) {
     // The list page holding `addr` has `slots` slots left. Its last slot is a chain pointer only
     // if more than one entry is still needed when the walk reaches it.
     const uint64_t slots = (page - (addr & offset_mask)) / 8;
@@ -229,14 +229,14 @@ PrpFetchInfo PrpFetchManager::FillSet(IndexState& s, uint16_t prp_index, int buf
 
     ++stats_.host_reads;
     if (!reader_(addr, read_buf_.data(), run * 8)) {
-      error = kDataTransferError;
+      error = kScDataTransferError;
       error_addr = addr;
       break;
     }
     for (uint64_t i = 0; i < take; ++i) {
       const uint64_t entry = LoadLe64(&read_buf_[8 * i]);
       if ((entry & offset_mask) != 0) {
-        error = kPrpOffsetInvalid;
+        error = kScPrpOffsetInvalid;
         error_addr = addr + 8 * i;
         break;
       }
@@ -244,12 +244,12 @@ PrpFetchInfo PrpFetchManager::FillSet(IndexState& s, uint16_t prp_index, int buf
       --s.desc_rem;
       s.bytes_rem = s.bytes_rem > page ? s.bytes_rem - page : 0;
     }
-    if (error != kNoError) break;
+    if (error != kScSuccess) break;
     addr += 8 * take;
     if (read_chain) {
       const uint64_t next_list = LoadLe64(&read_buf_[8 * take]);
       if ((next_list & offset_mask) != 0) {
-        error = kPrpOffsetInvalid;
+        error = kScPrpOffsetInvalid;
         error_addr = addr;
         break;
       }
@@ -260,7 +260,7 @@ PrpFetchInfo PrpFetchManager::FillSet(IndexState& s, uint16_t prp_index, int buf
 
   PrpFetchInfo h;
   h.data_size_rem = static_cast<uint32_t>(s.bytes_rem);
-  if (error != kNoError) {
+  if (error != kScSuccess) {
     h.host_addr = error_addr;
   } else if (s.desc_rem > 0) {
     h.host_addr = addr;
@@ -278,7 +278,7 @@ PrpFetchInfo PrpFetchManager::FillSet(IndexState& s, uint16_t prp_index, int buf
   s.unconsumed[buffer] = true;
   s.last_filled = buffer;
   ++(buffer == kPing ? stats_.fills_ping : stats_.fills_pong);
-  if (error != kNoError) {
+  if (error != kScSuccess) {
     s.failed = true;
     ++stats_.errors_by_code[error];
   }
@@ -323,7 +323,7 @@ absl::StatusOr<PrpFetchInfo> PrpFetchManager::Begin(uint64_t list_addr, uint64_t
     sink = sink_;
   }
   if (sink) {
-    sink(PrpFetchEvent{h.error_code != kNoError ? PrpFetchEvent::kError : PrpFetchEvent::kBegin,
+    sink(PrpFetchEvent{h.error_code != kScSuccess ? PrpFetchEvent::kError : PrpFetchEvent::kBegin,
                        h.prp_index, kPing, h});
   }
   return h;
@@ -371,11 +371,11 @@ absl::StatusOr<FillDescriptor> PrpFetchManager::Fetch(const PrpFetchInfo& reques
                        " buffer still holds an unconsumed set; call Consumed first"));
     }
     h = FillSet(s, index, target);
-    if (h.error_code == kNoError) ++stats_.refills;
+    if (h.error_code == kScSuccess) ++stats_.refills;
     sink = sink_;
   }
   if (sink) {
-    sink(PrpFetchEvent{h.error_code != kNoError ? PrpFetchEvent::kError : PrpFetchEvent::kFill,
+    sink(PrpFetchEvent{h.error_code != kScSuccess ? PrpFetchEvent::kError : PrpFetchEvent::kFill,
                        index, target, h});
   }
   return FillDescriptor{index, static_cast<uint8_t>(target)};

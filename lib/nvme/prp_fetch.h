@@ -23,12 +23,12 @@
 //   misaligned list pointer, that pointer with bits 2:0 cleared; for a failed read, the start of
 //   the read).
 // - PRP errors found in host memory are not absl errors: Begin/Fetch succeed and the set's header
-//   carries error_code (kPrpOffsetInvalid or kDataTransferError) with valid_entries = the number of
-//   good entries fetched into this buffer before the bad one. Its data_size_rem and no_of_desc_rem
-//   are what the walk left; no_of_desc_rem is capped at 1023, the field's maximum, when the first
-//   set of a list longer than that fails. The caller must fail the command
-//   (moving no data) and Release the index; no further Fetch is allowed for it. absl errors report
-//   misuse of the API (bad arguments, stale requests, no free index).
+//   carries error_code (kScPrpOffsetInvalid or kScDataTransferError) with valid_entries = the
+//   number of good entries fetched into this buffer before the bad one. Its data_size_rem and
+//   no_of_desc_rem are what the walk left; no_of_desc_rem is capped at 1023, the field's maximum,
+//   when the first set of a list longer than that fails. The caller must fail the command (moving
+//   no data) and Release the index; no further Fetch is allowed for it. absl errors report misuse
+//   of the API (bad arguments, stale requests, no free index).
 // - Because no_of_desc_rem has 10 bits, Begin refuses a transfer needing more than 1023 + B list
 //   entries (PG329 bounds transfers by MDTS, far below that).
 #ifndef ECD_LIB_NVME_PRP_FETCH_H_
@@ -46,13 +46,13 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "lib/nvme/command.h"
 
 namespace ecd::nvme {
 
-// NVMe Generic Command Status codes (SCT 0h) the fetch manager reports in error_code.
-inline constexpr uint8_t kNoError = 0x00;
-inline constexpr uint8_t kDataTransferError = 0x04;  // a list read from host memory failed
-inline constexpr uint8_t kPrpOffsetInvalid = 0x13;   // misaligned list pointer, entry or chain
+// error_code holds an NVMe Generic Command Status code (SCT 0h, lib/nvme/command.h):
+// kScSuccess, kScDataTransferError (a list read from host memory failed) or kScPrpOffsetInvalid
+// (misaligned list pointer, entry or chain).
 
 // Buffer numbers, as in the ping_or_pong fields.
 inline constexpr int kPing = 0;
@@ -104,7 +104,7 @@ struct FillDescriptor {
 };
 
 // A DMA read of `len` bytes of host memory at `addr` into `dst`. Returns false if the range
-// cannot be read (the manager reports kDataTransferError).
+// cannot be read (the manager reports kScDataTransferError).
 using HostReader = std::function<bool(uint64_t addr, void* dst, size_t len)>;
 
 struct PrpFetchOptions {
@@ -153,7 +153,7 @@ class PrpFetchManager {
   // data bytes the list entries must describe (the transfer length minus what PRP1 covers), so
   // the list holds ceil(list_bytes / page_size) data entries. Allocates the lowest free index,
   // fetches up to B entries into its ping buffer and returns that set's header (ping_or_pong 0).
-  // If list_addr has bits 2:0 set the header carries kPrpOffsetInvalid and no entries.
+  // If list_addr has bits 2:0 set the header carries kScPrpOffsetInvalid and no entries.
   // InvalidArgument if list_bytes is 0, exceeds UINT32_MAX or needs more than 1023 + B entries;
   // ResourceExhausted if every index is in use.
   absl::StatusOr<PrpFetchInfo> Begin(uint64_t list_addr, uint64_t list_bytes);

@@ -649,7 +649,7 @@ TEST(PrpFetchManagerTest, PageSize64K) {
     host.Put64(kBase, kDataBase + k4K);
     absl::StatusOr<PrpFetchInfo> h = m->Begin(kBase, 3 * k64K);
     ASSERT_TRUE(h.ok()) << h.status();
-    EXPECT_EQ(h->error_code, kPrpOffsetInvalid);
+    EXPECT_EQ(h->error_code, kScPrpOffsetInvalid);
     EXPECT_EQ(h->valid_entries, 0);
   }
 }
@@ -673,7 +673,7 @@ TEST(PrpFetchManagerTest, MisalignedDataEntryInARefill) {
   ASSERT_TRUE(fd.ok()) << fd.status();
   EXPECT_EQ(*fd, (FillDescriptor{0, 1}));
   const PrpFetchInfo bad = m->Header(0, kPong);
-  EXPECT_EQ(bad.error_code, kPrpOffsetInvalid);
+  EXPECT_EQ(bad.error_code, kScPrpOffsetInvalid);
   EXPECT_EQ(bad.valid_entries, 6);  // entries 14..19 are good
   EXPECT_EQ(bad.ping_or_pong, 1);
   EXPECT_EQ(bad.host_addr, slots[20]);
@@ -689,7 +689,7 @@ TEST(PrpFetchManagerTest, MisalignedDataEntryInARefill) {
   EXPECT_EQ(m->Fetch(*h).status().code(), absl::StatusCode::kFailedPrecondition);
 
   const PrpFetchManager::Stats st = m->stats();
-  EXPECT_EQ(st.errors_by_code[kPrpOffsetInvalid], 1u);
+  EXPECT_EQ(st.errors_by_code[kScPrpOffsetInvalid], 1u);
   EXPECT_EQ(st.refills, 0u);
   EXPECT_EQ(st.fills_pong, 1u);
   ASSERT_EQ(events.size(), 2u);
@@ -709,7 +709,7 @@ TEST(PrpFetchManagerTest, DwordOffsetOnFirstEntryIsInvalid) {
   ASSERT_NE(m, nullptr);
   absl::StatusOr<PrpFetchInfo> h = m->Begin(kBase, 3 * k4K);
   ASSERT_TRUE(h.ok()) << h.status();
-  EXPECT_EQ(h->error_code, kPrpOffsetInvalid);
+  EXPECT_EQ(h->error_code, kScPrpOffsetInvalid);
   EXPECT_EQ(h->valid_entries, 0);
   EXPECT_EQ(h->host_addr, kBase);
   EXPECT_TRUE(m->Entries(0, kPing).empty());
@@ -726,7 +726,7 @@ TEST(PrpFetchManagerTest, MisalignedChainPointer) {
   ASSERT_NE(m, nullptr);
   absl::StatusOr<PrpFetchInfo> h = m->Begin(first_list, 10 * k4K);
   ASSERT_TRUE(h.ok()) << h.status();
-  EXPECT_EQ(h->error_code, kPrpOffsetInvalid);
+  EXPECT_EQ(h->error_code, kScPrpOffsetInvalid);
   EXPECT_EQ(h->valid_entries, 4);  // the four data slots before the chain were good
   EXPECT_EQ(h->host_addr, kBase + k4K - 8);
   EXPECT_EQ(h->no_of_desc_rem, 6);
@@ -734,7 +734,7 @@ TEST(PrpFetchManagerTest, MisalignedChainPointer) {
   EXPECT_EQ(std::vector<uint64_t>(good.begin(), good.end()),
             std::vector<uint64_t>(data.begin(), data.begin() + 4));
   EXPECT_EQ(m->Fetch(*h).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(m->stats().errors_by_code[kPrpOffsetInvalid], 1u);
+  EXPECT_EQ(m->stats().errors_by_code[kScPrpOffsetInvalid], 1u);
 }
 
 TEST(PrpFetchManagerTest, ListPointerNotQwordAligned) {
@@ -746,7 +746,7 @@ TEST(PrpFetchManagerTest, ListPointerNotQwordAligned) {
     SCOPED_TRACE(low);
     absl::StatusOr<PrpFetchInfo> h = m->Begin(kBase + 64 + low, 20 * k4K);
     ASSERT_TRUE(h.ok()) << h.status();
-    EXPECT_EQ(h->error_code, kPrpOffsetInvalid);
+    EXPECT_EQ(h->error_code, kScPrpOffsetInvalid);
     EXPECT_EQ(h->valid_entries, 0);
     EXPECT_EQ(h->ping_or_pong, 0);
     EXPECT_EQ(h->host_addr, kBase + 64);
@@ -757,7 +757,7 @@ TEST(PrpFetchManagerTest, ListPointerNotQwordAligned) {
     m->Release(h->prp_index);
   }
   EXPECT_EQ(host.reads().size(), 0u);
-  EXPECT_EQ(m->stats().errors_by_code[kPrpOffsetInvalid], 3u);
+  EXPECT_EQ(m->stats().errors_by_code[kScPrpOffsetInvalid], 3u);
   EXPECT_EQ(m->stats().fills_ping, 3u);
 }
 
@@ -767,11 +767,11 @@ TEST(PrpFetchManagerTest, UnreadableListMemory) {
   ASSERT_NE(m, nullptr);
   absl::StatusOr<PrpFetchInfo> h = m->Begin(kBase + 16 * k4K, 20 * k4K);
   ASSERT_TRUE(h.ok()) << h.status();
-  EXPECT_EQ(h->error_code, kDataTransferError);
+  EXPECT_EQ(h->error_code, kScDataTransferError);
   EXPECT_EQ(h->valid_entries, 0);
   EXPECT_EQ(h->host_addr, kBase + 16 * k4K);
   EXPECT_EQ(m->Fetch(*h).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(m->stats().errors_by_code[kDataTransferError], 1u);
+  EXPECT_EQ(m->stats().errors_by_code[kScDataTransferError], 1u);
   EXPECT_EQ(m->stats().host_reads, 1u);
 }
 
@@ -787,7 +787,7 @@ TEST(PrpFetchManagerTest, ChainIntoUnreadableMemory) {
   ASSERT_NE(m, nullptr);
   absl::StatusOr<PrpFetchInfo> h = m->Begin(first_list, 30 * k4K);
   ASSERT_TRUE(h.ok()) << h.status();
-  EXPECT_EQ(h->error_code, kDataTransferError);
+  EXPECT_EQ(h->error_code, kScDataTransferError);
   EXPECT_EQ(h->valid_entries, 2);
   EXPECT_EQ(h->host_addr, gone);
   EXPECT_EQ(m->Fetch(*h).status().code(), absl::StatusCode::kFailedPrecondition);
@@ -803,7 +803,7 @@ TEST(PrpFetchManagerTest, ErrorInTheFirstSetOfTheLongestListFitsTheHeader) {
   const uint64_t entries = 1023 + m->entries_per_buffer();
   absl::StatusOr<PrpFetchInfo> h = m->Begin(kBase + 16 * k4K, entries * k4K);  // unreadable
   ASSERT_TRUE(h.ok()) << h.status();
-  EXPECT_EQ(h->error_code, kDataTransferError);
+  EXPECT_EQ(h->error_code, kScDataTransferError);
   EXPECT_EQ(h->valid_entries, 0);
   EXPECT_EQ(h->data_size_rem, entries * k4K);
   EXPECT_EQ(h->no_of_desc_rem, 1023);

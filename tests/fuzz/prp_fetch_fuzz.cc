@@ -109,8 +109,8 @@ struct Harness {
     CheckCodec(h);
     FUZZ_CHECK(h.prp_index == i && h.ping_or_pong == buffer && !h.sgl_or_prp);
     FUZZ_CHECK(h.valid_entries <= per_set);
-    FUZZ_CHECK(h.error_code == kNoError || h.error_code == kDataTransferError ||
-               h.error_code == kPrpOffsetInvalid);
+    FUZZ_CHECK(h.error_code == kScSuccess || h.error_code == kScDataTransferError ||
+               h.error_code == kScPrpOffsetInvalid);
     const absl::Span<const uint64_t> got = fm->Entries(i, buffer);
     FUZZ_CHECK(got.size() == h.valid_entries);
     // The entries continue the reference list.
@@ -123,7 +123,7 @@ struct Harness {
     const uint64_t total = (m.list_bytes + page - 1) / page;
     const uint64_t covered = m.fetched * page;
     FUZZ_CHECK(h.data_size_rem == (m.list_bytes > covered ? m.list_bytes - covered : 0));
-    if (h.error_code != kNoError) {
+    if (h.error_code != kScSuccess) {
       FUZZ_CHECK(!m.reference.complete);
       FUZZ_CHECK(h.no_of_desc_rem == std::min<uint64_t>(total - m.fetched, 1023));
       m.failed = true;
@@ -179,7 +179,7 @@ struct Harness {
     m.list_bytes = list_bytes;
     m.reference = ReadList(mem, page, list_addr, needed);
     CheckSet(static_cast<uint16_t>(lowest), kPing, *h,
-             h->error_code != kNoError ? PrpFetchEvent::kError : PrpFetchEvent::kBegin);
+             h->error_code != kScSuccess ? PrpFetchEvent::kError : PrpFetchEvent::kBegin);
   }
 
   void Fetch(fuzz::Reader& in) {
@@ -214,9 +214,9 @@ struct Harness {
       FUZZ_CHECK(back.ok() && *back == *d);
       FUZZ_CHECK(events.size() == events_before + 1);
       const PrpFetchInfo h = fm->Header(i, target);
-      if (h.error_code == kNoError) ++refills;
+      if (h.error_code == kScSuccess) ++refills;
       CheckSet(i, target, h,
-               h.error_code != kNoError ? PrpFetchEvent::kError : PrpFetchEvent::kFill);
+               h.error_code != kScSuccess ? PrpFetchEvent::kError : PrpFetchEvent::kFill);
       return;
     }
     FUZZ_CHECK(events.size() == events_before);

@@ -211,7 +211,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(bytes + 8, &base, 8);
   arena.dirty = std::max<uint64_t>(arena.dirty, 16);
   absl::StatusOr<PrpFetchInfo> again = (*fetcher)->Begin(base, 2 * page);
-  FUZZ_CHECK(again.ok() && again->error_code == kNoError && again->valid_entries == 2);
+  FUZZ_CHECK(again.ok() && again->error_code == kScSuccess && again->valid_entries == 2);
   (*fetcher)->Release(again->prp_index);
   return 0;
 }

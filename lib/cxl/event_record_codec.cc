@@ -1,6 +1,6 @@
 // CXL event record codecs: the 128-byte wire layout of each record kind, record-type UUIDs,
 // PLDM component IDs and the accessors over EventRecord.
-#include "lib/cxl/event_record.h"
+#include "lib/cxl/event_record_codec.h"
 
 #include <cstring>
 #include <type_traits>

@@ -1,0 +1,92 @@
+// Tests EnumTable and, through the public name functions, that every CXL enum's IsKnown agrees
+// with its names: a known value has its own name, every other value gets the fallback.
+#include "lib/cxl/enum_table.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "gtest/gtest.h"
+#include "lib/cxl/event_record.h"
+#include "lib/cxl/mailbox.h"
+
+namespace ecd::cxl {
+namespace {
+
+enum class Color : uint8_t { kRed = 1, kBlue = 4 };
+constexpr EnumName<Color> kColorNames[] = {{Color::kRed, "Red"}, {Color::kBlue, "Blue"}};
+constexpr EnumTable kColors(kColorNames, "Reserved");
+static_assert(kColors.Valid());
+static_assert(kColors.IsKnown(Color::kBlue) && !kColors.IsKnown(static_cast<Color>(2)));
+static_assert(kColors.Name(Color::kRed) == "Red");
+
+TEST(EnumTable, NamesListedValuesAndFallsBackForTheRest) {
+  EXPECT_EQ(kColors.Name(Color::kRed), "Red");
+  EXPECT_EQ(kColors.Name(Color::kBlue), "Blue");
+  EXPECT_EQ(kColors.Name(static_cast<Color>(0)), "Reserved");
+  EXPECT_EQ(kColors.Name(static_cast<Color>(255)), "Reserved");
+  EXPECT_EQ(kColors.fallback(), "Reserved");
+  EXPECT_EQ(kColors.entries().size(), 2u);
+}
+
+TEST(EnumTable, ValidRejectsDuplicatesEmptyNamesAndTheFallbackAsAName) {
+  static constexpr EnumName<int> kDuplicate[] = {{1, "a"}, {1, "b"}};
+  static constexpr EnumName<int> kEmpty[] = {{1, ""}};
+  static constexpr EnumName<int> kFallback[] = {{1, "Reserved"}};
+  EXPECT_FALSE(EnumTable(kDuplicate, "Reserved").Valid());
+  EXPECT_FALSE(EnumTable(kEmpty, "Reserved").Valid());
+  EXPECT_FALSE(EnumTable(kFallback, "Reserved").Valid());
+}
+
+// For every raw value of E: IsKnown(v) iff name(v) != fallback, known names are distinct, and
+// the number of known values is `known`.
+template <typename E, typename IsKnownFn, typename NameFn>
+void ExpectAgree(IsKnownFn is_known, NameFn name, std::string_view fallback, int known,
+                 uint32_t max_raw = 0xFF) {
+  std::set<std::string, std::less<>> names;
+  int count = 0;
+  for (uint32_t raw = 0; raw <= max_raw; ++raw) {
+    const E v = static_cast<E>(raw);
+    SCOPED_TRACE(raw);
+    if (is_known(v)) {
+      ++count;
+      EXPECT_NE(name(v), fallback);
+      EXPECT_FALSE(name(v).empty());
+      EXPECT_TRUE(names.emplace(name(v)).second) << name(v);
+    } else {
+      EXPECT_EQ(name(v), fallback);
+    }
+  }
+  EXPECT_EQ(count, known);
+}
+
+TEST(EnumTables, EventRecordIsKnownAgreesWithNames) {
+  auto known = [](auto v) { return IsKnown(v); };
+  ExpectAgree<GmerEventType>(known, GmerEventTypeName, "Reserved", 7);
+  ExpectAgree<DramEventType>(known, DramEventTypeName, "Reserved", 7);
+  ExpectAgree<TransactionType>(known, TransactionTypeName, "Reserved", 9);
+  ExpectAgree<MemEventSubType>(known, MemEventSubTypeName, "Reserved", 6);
+  ExpectAgree<MemModuleEventType>(known, MemModuleEventTypeName, "Reserved", 9);
+  ExpectAgree<MemModuleEventSubType>(known, MemModuleEventSubTypeName, "Reserved", 4);
+  ExpectAgree<MediaStatus>(known, MediaStatusName, "Reserved", 10);
+}
+
+TEST(EnumTables, NamesWithoutIsKnownFallBackOutsideTheirEnum) {
+  auto additional_known = [](uint8_t v) { return v <= 2; };
+  ExpectAgree<uint8_t>(additional_known, AdditionalStatusName, "Reserved", 3);
+  auto severity_known = [](Severity s) { return static_cast<uint8_t>(s) <= 3; };
+  ExpectAgree<Severity>(severity_known, SeverityName, "Reserved", 4);
+  auto kind_known = [](RecordKind k) { return k < RecordKind::kUnknown; };
+  ExpectAgree<RecordKind>(kind_known, RecordKindName, "Unknown", 8);
+}
+
+TEST(EnumTables, MailboxIsDefinedEventLogAgreesWithNames) {
+  auto log_known = [](EventLog l) { return IsDefinedEventLog(static_cast<uint8_t>(l)); };
+  ExpectAgree<EventLog>(log_known, EventLogName, "Unknown", kNumDefinedEventLogs);
+  auto rc_known = [](ReturnCode rc) { return static_cast<uint16_t>(rc) <= 0x20; };
+  ExpectAgree<ReturnCode>(rc_known, ReturnCodeName, "Unknown", 0x21, 0xFFFF);
+}
+
+}  // namespace
+}  // namespace ecd::cxl
