@@ -303,12 +303,19 @@ class GuardTest : public ::testing::Test {
     return status;
   }
 
+  // Every call is checked against auth_; nothing else is limited.
+  static CallRules Checked(const Authorizer* auth) {
+    CallRules rules;
+    rules.authorizer = auth;
+    return rules;
+  }
+
   Authorizer auth_;
-  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}, {.authorizer = &auth_}};
-  DevicesService devices_{nullptr, nullptr, {.authorizer = &auth_}};
-  RebuildsService rebuilds_{nullptr, {.authorizer = &auth_}};
-  CxlService cxl_{nullptr, nullptr, {.authorizer = &auth_}};
-  CatalogService catalog_{nullptr, "", {.authorizer = &auth_}};
+  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}, Checked(&auth_)};
+  DevicesService devices_{nullptr, nullptr, Checked(&auth_)};
+  RebuildsService rebuilds_{nullptr, Checked(&auth_)};
+  CxlService cxl_{nullptr, nullptr, Checked(&auth_)};
+  CatalogService catalog_{nullptr, "", Checked(&auth_)};
   grpc::ServerBuilder builder_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::GenericStub> stub_;

@@ -31,9 +31,8 @@
 
 namespace ecd::daemon {
 
-store::NamespaceFactory NamespaceFactoryFor(const DaemonOptions& options) {
-  const TestingOptions& testing = options.testing;
-  nvme::DeviceOptions nvme = options.store.nvme;
+store::NamespaceFactory NamespaceFactoryFor(nvme::DeviceOptions nvme,
+                                            const TestingOptions& testing) {
   if (!nvme.dma_map) nvme.dma_map = std::make_shared<nvme::DmaMap>();
   store::NamespaceFactory factory = store::NvmeNamespaceFactory(nvme);
   if (!testing.faults.empty()) {
@@ -155,8 +154,7 @@ absl::Status Daemon::StartStore() {
   // One DMA map for the store's stripe buffers and every device, including devices that a
   // fault-injecting factory wraps.
   store_options.nvme.dma_map = std::make_shared<nvme::DmaMap>();
-  store_options.namespace_factory =
-      NamespaceFactoryFor({.store = store_options, .testing = options_.testing});
+  store_options.namespace_factory = NamespaceFactoryFor(store_options.nvme, options_.testing);
   absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(store_options);
   if (!store.ok()) {
     return absl::Status(store.status().code(),

@@ -31,9 +31,10 @@
 
 namespace ecd::daemon {
 
-// The namespace factory `options` asks for: NVMe namespaces, wrapped by the fault injector and
-// the power-cut journal when the testing options name them.
-store::NamespaceFactory NamespaceFactoryFor(const DaemonOptions& options);
+// NVMe namespaces opened with `nvme` (a DMA map of their own when it has none), wrapped by the
+// fault injector and the power-cut journal when `testing` names them.
+store::NamespaceFactory NamespaceFactoryFor(nvme::DeviceOptions nvme,
+                                            const TestingOptions& testing);
 
 // Thread safety: Start, Serve and the destructor from one thread; the components run threads
 // of their own.

@@ -510,9 +510,13 @@ absl::StatusOr<DaemonArgs> ParseDaemonArgs(const std::vector<std::string>& argv)
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp&) {
-    return DaemonArgs{.help = app.help()};
+    DaemonArgs help;
+    help.help = app.help();
+    return help;
   } catch (const CLI::CallForAllHelp&) {
-    return DaemonArgs{.help = app.help("", CLI::AppFormatMode::All)};
+    DaemonArgs help;
+    help.help = app.help("", CLI::AppFormatMode::All);
+    return help;
   } catch (const CLI::ConfigError& e) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--config: ", e.what(), "; its keys are ecd's flag names without the --, see ecd --help"));
@@ -522,7 +526,9 @@ absl::StatusOr<DaemonArgs> ParseDaemonArgs(const std::vector<std::string>& argv)
   if (absl::Status s = limit_flags.Finish(); !s.ok()) return s;
   absl::StatusOr<DaemonOptions> options = ToOptions(f, limits);
   if (!options.ok()) return options.status();
-  return DaemonArgs{.options = *std::move(options)};
+  DaemonArgs parsed;
+  parsed.options = *std::move(options);
+  return parsed;
 }
 
 }  // namespace ecd::daemon

@@ -42,9 +42,10 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   s.set_read_timeout(5, 0);
   s.set_write_timeout(5, 0);
   s.set_payload_max_length(4096);
-  s.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics(), kTextContentType);
-  });
+  s.Get("/metrics",
+        [metrics = std::move(metrics)](const httplib::Request&, httplib::Response& res) {
+          res.set_content(metrics(), kTextContentType);
+        });
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });

@@ -33,7 +33,8 @@ int RunTool(const ecd::daemon::DaemonOptions& options) {
   return ecd::daemon::RunCatalogTool(
       options.mode == ecd::daemon::DaemonMode::kRebuildCatalog ? ecd::daemon::CatalogTool::kRebuild
                                                                : ecd::daemon::CatalogTool::kCheck,
-      options.store.data_dir, ecd::daemon::NamespaceFactoryFor(options), options.json);
+      options.store.data_dir, ecd::daemon::NamespaceFactoryFor(options.store.nvme, options.testing),
+      options.json);
 }
 
 int Main(int argc, char** argv) {

@@ -213,7 +213,9 @@ class StreamIdleTest : public ::testing::Test {
   }
 
   StreamIdleTimer idle_{absl::Milliseconds(300)};
-  ObjectsService objects_{nullptr, nullptr, repair::ScrubberOptions{}, CallRules{.idle = &idle_}};
+  ObjectsService objects_{
+      nullptr, nullptr, repair::ScrubberOptions{},
+      CallRules{.authorizer = nullptr, .limiter = nullptr, .limits = {}, .idle = &idle_}};
   grpc::ServerBuilder builder_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::GenericStub> stub_;
