@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
