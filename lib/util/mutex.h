@@ -59,6 +59,32 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
   Mutex& mu_;
 };
 
+// Holds `mu` from construction, with Unlock and Lock to let it go and take it again inside the
+// scope (as std::unique_lock); the destructor releases it if held. REQUIRES of Unlock: held;
+// of Lock: not held. Prefer MutexLock where the scope never lets go.
+class ABSL_SCOPED_LOCKABLE UniqueMutexLock {
+ public:
+  explicit UniqueMutexLock(Mutex& mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_.Lock(); }
+  ~UniqueMutexLock() ABSL_UNLOCK_FUNCTION() {
+    if (held_) mu_.Unlock();
+  }
+  UniqueMutexLock(const UniqueMutexLock&) = delete;
+  UniqueMutexLock& operator=(const UniqueMutexLock&) = delete;
+
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() {
+    mu_.Lock();
+    held_ = true;
+  }
+  void Unlock() ABSL_UNLOCK_FUNCTION() {
+    held_ = false;
+    mu_.Unlock();
+  }
+
+ private:
+  Mutex& mu_;
+  bool held_ = true;
+};
+
 // A condition variable waited on with a Mutex held (a std::condition_variable over the Mutex's
 // std::mutex). Each Wait releases the mutex while blocked and holds it again when it returns,
 // so to the analysis the mutex stays held across the call.
@@ -100,6 +126,13 @@ class CondVar {
       if (!WaitUntil(mu, deadline)) return done();
     }
     return true;
+  }
+  // Blocks until notified or `timeout` has passed; returns false when it returned for the
+  // timeout. REQUIRES: `mu` held.
+  template <typename Rep, typename Period>
+  bool WaitFor(Mutex& mu, const std::chrono::duration<Rep, Period>& timeout)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return WaitUntil(mu, std::chrono::steady_clock::now() + timeout);
   }
   // As WaitUntil, `timeout` from now.
   template <typename Rep, typename Period, typename Pred>

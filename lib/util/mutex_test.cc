@@ -129,6 +129,30 @@ TEST(MutexTest, WaitUntilReturnsTrueWhenWokenInTime) {
   setter.join();
 }
 
+TEST(MutexTest, UniqueMutexLockLetsGoAndTakesAgain) {
+  Counter c;
+  std::atomic<bool> other_done{false};
+  {
+    UniqueMutexLock lock(c.mu);
+    c.value = 1;
+    lock.Unlock();
+    std::thread([&] {
+      MutexLock l(c.mu);  // Would deadlock if Unlock had not released the mutex.
+      c.value = 2;
+      other_done = true;
+    }).join();
+    lock.Lock();
+    EXPECT_EQ(c.value, 2);
+    lock.Unlock();  // Left unheld: the destructor must not release it again.
+  }
+  EXPECT_TRUE(other_done);
+  if (c.mu.TryLock()) {  // Free after the scope.
+    c.mu.Unlock();
+  } else {
+    ADD_FAILURE() << "the mutex is still held after the UniqueMutexLock's scope";
+  }
+}
+
 TEST(MutexTest, ReadersShareAndAWriterExcludesThem) {
   SharedMutex mu;
   std::atomic<int> readers{0};
