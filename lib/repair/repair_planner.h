@@ -13,12 +13,10 @@
 #ifndef ECD_LIB_REPAIR_REPAIR_PLANNER_H_
 #define ECD_LIB_REPAIR_REPAIR_PLANNER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +25,7 @@
 
 #include "absl/time/time.h"
 #include "lib/store/store.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -210,37 +209,37 @@ class RepairPlanner {
   store::Store* const store_;
   const RepairPlannerOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  bool stop_ = false;                    // guarded by mu_
-  bool dirty_ = true;                    // guarded by mu_: plan again before the next batch
-  bool planning_ = false;                // guarded by mu_
-  bool paused_ = false;                  // guarded by mu_
-  uint64_t rate_ = 0;                    // guarded by mu_
-  uint64_t paced_bytes_ = 0;             // guarded by mu_: since pace_start_
-  absl::Time pace_start_ = absl::Now();  // guarded by mu_
-  uint64_t next_id_ = 1;                 // guarded by mu_
-  std::map<uint64_t, RebuildJob> jobs_;  // guarded by mu_
-  std::deque<uint64_t> finished_;        // guarded by mu_
-  std::map<std::pair<RebuildKind, RebuildState>, uint64_t> finished_counts_;  // guarded by mu_
-  std::vector<store::DeviceRange> ranges_;  // media ranges to move; guarded by mu_
-  std::vector<Work> queue_;                 // most at risk first; guarded by mu_
-  size_t in_batch_ = 0;                     // stripes of the batch running; guarded by mu_
-  std::vector<store::DeviceRecord> down_;   // down devices at the last plan; guarded by mu_
-  // Stripes by K, and of those the degraded ones by redundancy left; guarded by mu_.
-  mutable std::map<uint32_t, uint64_t> census_totals_;
-  std::map<uint32_t, uint64_t> census_lost_;  // lost stripes by K
-  std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_;
-  mutable RepairStatus status_;  // guarded by mu_; Status() refreshes its census
-  uint64_t batches_ = 0;         // guarded by mu_
+  mutable Mutex mu_;
+  CondVar changed_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // Plan again before the next batch
+  bool planning_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t rate_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t paced_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Since pace_start_
+  absl::Time pace_start_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, RebuildJob> jobs_ ABSL_GUARDED_BY(mu_);
+  std::deque<uint64_t> finished_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<RebuildKind, RebuildState>, uint64_t> finished_counts_ ABSL_GUARDED_BY(mu_);
+  std::vector<store::DeviceRange> ranges_ ABSL_GUARDED_BY(mu_);  // Media ranges to move
+  std::vector<Work> queue_ ABSL_GUARDED_BY(mu_);                 // Most at risk first
+  size_t in_batch_ ABSL_GUARDED_BY(mu_) = 0;                     // Stripes of the batch running
+  std::vector<store::DeviceRecord> down_ ABSL_GUARDED_BY(mu_);   // Down devices at the last plan
+  // Stripes by K, and of those the degraded ones by redundancy left.
+  mutable std::map<uint32_t, uint64_t> census_totals_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, uint64_t> census_lost_ ABSL_GUARDED_BY(mu_);  // lost stripes by K
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_ ABSL_GUARDED_BY(mu_);
+  mutable RepairStatus status_ ABSL_GUARDED_BY(mu_);  // Status() refreshes its census
+  uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
   // Since the queue last filled: when, and the stripes and bytes repaired (rate, ETA).
-  absl::Time activity_start_ = absl::Now();  // guarded by mu_
-  uint64_t activity_stripes_ = 0;            // guarded by mu_
-  uint64_t activity_bytes_ = 0;              // guarded by mu_
+  absl::Time activity_start_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  uint64_t activity_stripes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t activity_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Stripes set aside after a failed batch (true: lost), until a device change or retry_at_.
-  std::map<std::pair<int64_t, uint64_t>, bool> skipped_;  // guarded by mu_
-  absl::Time retry_at_ = absl::InfinitePast();            // guarded by mu_
-  absl::Time plan_retry_at_ = absl::InfinitePast();       // guarded by mu_: after an error
+  std::map<std::pair<int64_t, uint64_t>, bool> skipped_ ABSL_GUARDED_BY(mu_);
+  absl::Time retry_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time plan_retry_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // After an error
   std::thread worker_;
 };
 
