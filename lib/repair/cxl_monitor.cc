@@ -73,9 +73,12 @@ absl::StatusOr<std::unique_ptr<CxlMonitor>> CxlMonitor::Create(EventPolicy* poli
     });
     m->devices_.push_back(*std::move(d));
   }
-  m->stats_.overflows_by_device.assign(device_count, 0);
-  m->stats_.overflowed_records_by_device.assign(device_count, 0);
-  m->stats_.decode_errors_by_device.assign(device_count, 0);
+  {
+    MutexLock lock(m->mu_);  // The devices' interrupt handlers are set: they may run already.
+    m->stats_.overflows_by_device.assign(device_count, 0);
+    m->stats_.overflowed_records_by_device.assign(device_count, 0);
+    m->stats_.decode_errors_by_device.assign(device_count, 0);
+  }
   m->thread_ = std::thread([self = m.get()] { self->Loop(); });
   return m;
 }

@@ -156,11 +156,13 @@ class RepairPlanner {
  private:
   struct Work;  // one stripe to repair
   void Loop();
-  // Queues again the media ranges a previous run had not finished (catalog meta).
-  void ResumeMediaRanges();
+  // Queues again the media ranges a previous run had not finished (catalog meta). Not analysed:
+  // the constructor calls it before the worker thread starts, without the lock.
+  void ResumeMediaRanges() ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // When the worker must wake without being told: a stall's retry, a down device's delay.
-  absl::Time NextDeadlineLocked(absl::Time now) const;
-  uint64_t NextObjectJobLocked() const;  // a queued repair-object job, or 0
+  absl::Time NextDeadlineLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t NextObjectJobLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // a queued repair-object job, or 0
   // Fails the devices down for longer than the delay; returns how many.
   size_t FailDownDevices();
   struct Findings;  // what one plan found
@@ -176,22 +178,26 @@ class RepairPlanner {
   static void Assess(const store::StripeRows& r, const std::vector<store::DeviceRecord>& devices,
                      const std::vector<store::DeviceRange>& media,
                      const std::map<std::pair<int64_t, uint64_t>, bool>& skipped, Findings& f);
-  void RecountLocked() const;  // status_.stripes_by_redundancy from the census
+  void RecountLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // status_.stripes_by_redundancy from the census
   // Ends the jobs whose work is done; the meta keys of finished media ranges go to
   // `finished_media`, to be deleted once the lock is released.
   void UpdateJobsLocked(const std::vector<store::DeviceRecord>& devices,
                         const std::vector<store::DeviceRange>& media, const Findings& f,
-                        uint64_t first_unseen_job, std::vector<std::string>& finished_media);
+                        uint64_t first_unseen_job, std::vector<std::string>& finished_media)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets a failed batch's stripes aside (lost, for DataLoss) until a device change or the
   // retry, so that one stripe that cannot be repaired does not hold up the others.
-  void SetAsideLocked(const std::vector<Work>& batch, const absl::Status& status);
-  void ClearSkippedLocked();
+  void SetAsideLocked(const std::vector<Work>& batch, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ClearSkippedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Repairs the stripes at the head of the queue that share its object and risk.
   void RunBatch();
   void Finished(const std::vector<Work>& batch, const absl::StatusOr<store::RecoverProgress>& p);
   void RunObjectJob(uint64_t id);
   // Adds a batch's moves to the running evacuation or media-range job of `device` (-1: none).
-  void CreditJobsLocked(int64_t device, const store::RecoverProgress& p);
+  void CreditJobsLocked(int64_t device, const store::RecoverProgress& p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Store::Recover of `name` under the rate limit, stopped when the planner stops; `progress`
   // (may be empty) after each batch.
   absl::StatusOr<store::RecoverProgress> RecoverPaced(
@@ -203,8 +209,8 @@ class RepairPlanner {
   void YieldToClients();
   // Marks `device` failing for its evacuation; returns why it cannot be, or "".
   std::string StartEvacuation(uint32_t device);
-  void FinishLocked(uint64_t id, const std::string& error);
-  std::optional<absl::Duration> EtaLocked() const;
+  void FinishLocked(uint64_t id, const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<absl::Duration> EtaLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   store::Store* const store_;
   const RepairPlannerOptions options_;

@@ -87,8 +87,7 @@ class MemoryBudget {
 
  private:
   void Give(uint64_t bytes);
-  absl::Status CheckFitsLocked(uint64_t bytes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // REQUIRES: mu_ held.
+  absl::Status CheckFitsLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Passes the turn over tickets that gave up waiting. REQUIRES: mu_ held.
   void AdvanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
