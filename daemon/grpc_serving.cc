@@ -55,7 +55,10 @@ absl::StatusOr<std::unique_ptr<GrpcServing>> GrpcServing::Start(Options options)
   int port = 0;
   std::unique_ptr<grpc::Server> server = serving->build_(&port);
   if (server == nullptr) return absl::UnavailableError("the gRPC server could not be started");
-  serving->server_ = std::move(server);
+  {
+    MutexLock lock(serving->mu_);  // Not shared yet; taken for the analysis (uncontended).
+    serving->server_ = std::move(server);
+  }
   serving->tcp_port_ = serving->acceptor_ != nullptr ? serving->acceptor_->port() : port;
   GrpcServing* self = serving.get();
   if (serving->acceptor_ != nullptr) {
@@ -131,13 +134,14 @@ void GrpcServing::Watch() {
     rebuilding_ = absl::StrCat("a gRPC listener stopped accepting (", died_because_,
                                "); ecd is restarting its gRPC server");
     std::unique_ptr<grpc::Server> old = std::move(server_);
+    const std::string why = rebuilding_;  // For the log line below, without the lock.
     lock.Unlock();
     // The listener died for want of descriptors: these let the shutdown below (and anything it
     // opens, such as a pipe) work until the old connections have given theirs back.
     ReleaseReserve();
     Log(LogLevel::kError,
-        "%s: calls in flight get %s, then are cancelled; clients connect again once it serves",
-        rebuilding_, absl::FormatDuration(rebuild_grace_));
+        "%s: calls in flight get %s, then are cancelled; clients connect again once it serves", why,
+        absl::FormatDuration(rebuild_grace_));
     // Its connections close with it, which gives back their descriptors.
     old->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(rebuild_grace_));
     old.reset();
