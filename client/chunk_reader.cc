@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::client {
 
@@ -36,8 +37,9 @@ class ChunkPool {
 
   // A free buffer; -1 once Stop was called.
   int Acquire() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return stopped_ || !free_.empty(); });
+    MutexLock lock(mu_);
+    cv_.Wait(mu_,
+             [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_ || !free_.empty(); });
     if (stopped_) return -1;
     const int i = free_.back();
     free_.pop_back();
@@ -45,26 +47,26 @@ class ChunkPool {
   }
   void Release(int i) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       free_.push_back(i);
     }
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
   void Stop() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       stopped_ = true;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 
  private:
   const size_t bytes_;
   std::vector<uint8_t*> buffers_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<int> free_;  // Guarded by mu_.
-  bool stopped_ = false;   // Guarded by mu_.
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<int> free_ ABSL_GUARDED_BY(mu_);
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 struct Chunk::Hold {
@@ -187,7 +189,7 @@ void ChunkReader::ReadAhead() {
     if (buffer < 0) return;  // Stopped.
     uint64_t number = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (last_claimed_) {
         pool_->Release(buffer);
         return;
@@ -197,11 +199,11 @@ void ChunkReader::ReadAhead() {
     const Filled f = ReadAt(buffer, start_ + number * chunk_size_);
     const bool last = f.buffer < 0 || f.bytes < chunk_size_;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       filled_[number] = f;
       if (last) last_claimed_ = true;
     }
-    filled_cv_.notify_all();
+    filled_cv_.NotifyAll();
     if (last) return;
   }
 }
@@ -212,8 +214,9 @@ absl::StatusOr<std::optional<Chunk>> ChunkReader::Next() {
   if (!positional_) {
     f = ReadStream();
   } else {
-    std::unique_lock<std::mutex> lock(mu_);
-    filled_cv_.wait(lock, [this] { return filled_.count(next_) != 0; });
+    MutexLock lock(mu_);
+    filled_cv_.Wait(
+        mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return filled_.count(next_) != 0; });
     f = filled_[next_];
     filled_.erase(next_++);
     // Only the file's last chunk is short: after it, the end.

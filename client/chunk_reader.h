@@ -11,17 +11,16 @@
 #include <sys/types.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::client {
 
@@ -106,14 +105,14 @@ class ChunkReader {
   uint64_t start_ = 0;  // The file offset the input starts at (a regular file).
   std::shared_ptr<ChunkPool> pool_;
 
-  std::mutex mu_;
-  std::condition_variable filled_cv_;
-  uint64_t claimed_ = 0;               // Chunks claimed by the threads. Guarded by mu_.
-  bool last_claimed_ = false;          // A read found the end or failed. Guarded by mu_.
-  std::map<uint64_t, Filled> filled_;  // Chunks read and not yet taken. Guarded by mu_.
-  uint64_t next_ = 0;                  // The chunk Next returns next (caller's thread only).
-  uint64_t taken_ = 0;                 // Bytes Next returned (caller's thread only).
-  bool ended_ = false;                 // Next returned the end or an error (caller's thread).
+  Mutex mu_;
+  CondVar filled_cv_;
+  uint64_t claimed_ ABSL_GUARDED_BY(mu_) = 0;               // Chunks claimed by the threads.
+  bool last_claimed_ ABSL_GUARDED_BY(mu_) = false;          // A read found the end or failed.
+  std::map<uint64_t, Filled> filled_ ABSL_GUARDED_BY(mu_);  // Chunks read and not yet taken.
+  uint64_t next_ = 0;   // The chunk Next returns next (caller's thread only).
+  uint64_t taken_ = 0;  // Bytes Next returned (caller's thread only).
+  bool ended_ = false;  // Next returned the end or an error (caller's thread).
   std::vector<std::thread> threads_;
 };
 

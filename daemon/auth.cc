@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "daemon/convert.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 namespace {
@@ -156,12 +157,12 @@ absl::Status Authorizer::Load(const std::string& path, std::string* warning) {
 
 void Authorizer::SetTokens(std::vector<Token> tokens) {
   auto shared = std::make_shared<const std::vector<Token>>(std::move(tokens));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   tokens_ = std::move(shared);
 }
 
 bool Authorizer::enabled() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return tokens_ != nullptr;
 }
 
@@ -169,7 +170,7 @@ absl::Status Authorizer::Check(absl::string_view method,
                                const std::vector<absl::string_view>& authorization) const {
   std::shared_ptr<const std::vector<Token>> tokens;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     tokens = tokens_;
   }
   if (tokens == nullptr) return absl::OkStatus();

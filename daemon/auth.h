@@ -14,7 +14,6 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -87,8 +87,8 @@ class Authorizer {
   void SetDeniedHook(std::function<void(absl::StatusCode)> hook) { denied_hook_ = std::move(hook); }
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const std::vector<Token>> tokens_;  // null: off
+  mutable Mutex mu_;
+  std::shared_ptr<const std::vector<Token>> tokens_ ABSL_GUARDED_BY(mu_);  // null: off
   std::function<void(absl::StatusCode)> denied_hook_;
 };
 

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 namespace {
@@ -54,7 +55,10 @@ absl::StatusOr<std::unique_ptr<GrpcServing>> GrpcServing::Start(Options options)
   int port = 0;
   std::unique_ptr<grpc::Server> server = serving->build_(&port);
   if (server == nullptr) return absl::UnavailableError("the gRPC server could not be started");
-  serving->server_ = std::move(server);
+  {
+    MutexLock lock(serving->mu_);  // Not shared yet; taken for the analysis (uncontended).
+    serving->server_ = std::move(server);
+  }
   serving->tcp_port_ = serving->acceptor_ != nullptr ? serving->acceptor_->port() : port;
   GrpcServing* self = serving.get();
   if (serving->acceptor_ != nullptr) {
@@ -73,7 +77,7 @@ GrpcServing::~GrpcServing() {
 }
 
 void GrpcServing::Take(int fd) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (server_ == nullptr) {  // Being rebuilt: the client will connect again.
     ::close(fd);
     return;
@@ -82,14 +86,14 @@ void GrpcServing::Take(int fd) {
 }
 
 void GrpcServing::SetServing(bool serving) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   serving_ = serving;
   if (server_ != nullptr) server_->GetHealthCheckService()->SetServingStatus(serving);
 }
 
 std::string GrpcServing::NotReadyReason() const {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return "ecd is shutting down";
     if (!rebuilding_.empty()) return rebuilding_;
   }
@@ -97,15 +101,15 @@ std::string GrpcServing::NotReadyReason() const {
 }
 
 uint64_t GrpcServing::rebuilds() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return rebuilds_;
 }
 
 void GrpcServing::ListenerDied(const std::string& why) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   listener_died_ = true;
   died_because_ = why;
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 void GrpcServing::HoldReserve() {
@@ -122,42 +126,44 @@ void GrpcServing::ReleaseReserve() {
 }
 
 void GrpcServing::Watch() {
-  std::unique_lock lock(mu_);
+  UniqueMutexLock lock(mu_);
   for (;;) {
-    changed_.wait(lock, [this] { return stopping_ || listener_died_; });
+    changed_.Wait(
+        mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || listener_died_; });
     if (stopping_) return;
     rebuilding_ = absl::StrCat("a gRPC listener stopped accepting (", died_because_,
                                "); ecd is restarting its gRPC server");
     std::unique_ptr<grpc::Server> old = std::move(server_);
-    lock.unlock();
+    const std::string why = rebuilding_;  // For the log line below, without the lock.
+    lock.Unlock();
     // The listener died for want of descriptors: these let the shutdown below (and anything it
     // opens, such as a pipe) work until the old connections have given theirs back.
     ReleaseReserve();
     Log(LogLevel::kError,
-        "%s: calls in flight get %s, then are cancelled; clients connect again once it serves",
-        rebuilding_, absl::FormatDuration(rebuild_grace_));
+        "%s: calls in flight get %s, then are cancelled; clients connect again once it serves", why,
+        absl::FormatDuration(rebuild_grace_));
     // Its connections close with it, which gives back their descriptors.
     old->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(rebuild_grace_));
     old.reset();
     std::unique_ptr<grpc::Server> fresh;
     for (int attempt = 1;; ++attempt) {
-      lock.lock();
+      lock.Lock();
       listener_died_ = false;  // What the old server's listeners said is answered.
       if (stopping_) return;
-      lock.unlock();
+      lock.Unlock();
       int port = 0;
       fresh = build_(&port);
       if (fresh != nullptr) break;
       Log(LogLevel::kError, "restarting the gRPC server failed (attempt %d); trying again in %s",
           attempt, absl::FormatDuration(rebuild_retry_));
-      lock.lock();
-      changed_.wait_for(lock, absl::ToChronoNanoseconds(rebuild_retry_),
-                        [this] { return stopping_; });
-      lock.unlock();
+      lock.Lock();
+      changed_.WaitFor(mu_, absl::ToChronoNanoseconds(rebuild_retry_),
+                       [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; });
+      lock.Unlock();
     }
-    lock.lock();
+    lock.Lock();
     if (stopping_) {  // Shutdown came meanwhile and found no server: this one goes too.
-      lock.unlock();
+      lock.Unlock();
       fresh->Shutdown(std::chrono::system_clock::now());
       return;
     }
@@ -173,27 +179,27 @@ void GrpcServing::Watch() {
 void GrpcServing::Shutdown(std::chrono::system_clock::time_point deadline) {
   std::unique_ptr<grpc::Server> server;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       return;
     }
     stopping_ = true;
     server = std::move(server_);
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   if (acceptor_ != nullptr) acceptor_->Stop();
   if (server != nullptr) server->Shutdown(deadline);
   if (watchdog_.joinable()) watchdog_.join();
   server.reset();
   ReleaseReserve();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stopped_ = true;
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 void GrpcServing::Wait() {
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [this] { return stopped_; });
+  MutexLock lock(mu_);
+  changed_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopped_; });
 }
 
 }  // namespace ecd::daemon

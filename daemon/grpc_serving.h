@@ -12,17 +12,16 @@
 #include <grpcpp/server.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "daemon/tcp_acceptor.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -87,16 +86,16 @@ class GrpcServing {
   const absl::Duration rebuild_retry_;
   int tcp_port_ = 0;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  std::unique_ptr<grpc::Server> server_;  // guarded by mu_; null while being rebuilt
-  bool serving_ = false;                  // guarded by mu_
-  bool listener_died_ = false;            // guarded by mu_
-  std::string died_because_;              // guarded by mu_
-  std::string rebuilding_;                // guarded by mu_; why, while rebuilding
-  uint64_t rebuilds_ = 0;                 // guarded by mu_
-  bool stopping_ = false;                 // guarded by mu_
-  bool stopped_ = false;                  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar changed_;
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);  // Null while being rebuilt
+  bool serving_ ABSL_GUARDED_BY(mu_) = false;
+  bool listener_died_ ABSL_GUARDED_BY(mu_) = false;
+  std::string died_because_ ABSL_GUARDED_BY(mu_);
+  std::string rebuilding_ ABSL_GUARDED_BY(mu_);  // Why, while rebuilding
+  uint64_t rebuilds_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   std::thread watchdog_;
   int reserve_[2] = {-1, -1};  // Descriptors given back when a rebuild starts.
 };

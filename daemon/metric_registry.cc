@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 namespace {
@@ -194,7 +195,7 @@ template <typename T>
 CheckedFamily<T>& MetricRegistry::Add(const std::string& name, const std::string& help,
                                       std::vector<std::string> label_names,
                                       std::vector<double> bounds, prometheus::MetricType type) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   FamilySpec spec{name, EscapeHelp(help), type, std::move(label_names)};
   if (const Declared* d = Check(spec, bounds, /*mergeable=*/true)) {
     return *static_cast<CheckedFamily<T>*>(d->family.get());
@@ -236,7 +237,7 @@ CheckedFamily<prometheus::Histogram>& MetricRegistry::AddHistogram(
 void MetricRegistry::AddCollectable(std::vector<FamilySpec> specs,
                                     std::function<std::vector<Samples>()> collect) {
   if (specs.empty()) MetricsFail("a collectable without families");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> names;
   for (FamilySpec& spec : specs) {
     if (!IsScrapeType(spec.type)) {
@@ -260,7 +261,7 @@ std::string MetricRegistry::Expose() const {
   std::vector<FamilySpec> specs;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     specs.reserve(declared_.size());
     for (const Declared& d : declared_) specs.push_back(d.spec);
     collectables = collectables_;

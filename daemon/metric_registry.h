@@ -39,12 +39,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -170,17 +170,17 @@ class MetricRegistry {
   // already declared with the same spec and bounds (when `mergeable`), else null.
   // REQUIRES: mu_ held.
   const Declared* Check(const FamilySpec& spec, const std::vector<double>& bounds,
-                        bool mergeable) const;
+                        bool mergeable) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   template <typename T>
   CheckedFamily<T>& Add(const std::string& name, const std::string& help,
                         std::vector<std::string> label_names, std::vector<double> bounds,
                         prometheus::MetricType type);
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   prometheus::Registry registry_;
-  std::vector<Declared> declared_;                      // guarded by mu_; never shrinks
-  std::map<std::string, size_t, std::less<>> by_name_;  // guarded by mu_: into declared_
-  std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;  // guarded by mu_
+  std::vector<Declared> declared_ ABSL_GUARDED_BY(mu_);                      // Never shrinks
+  std::map<std::string, size_t, std::less<>> by_name_ ABSL_GUARDED_BY(mu_);  // Into declared_
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ecd::daemon

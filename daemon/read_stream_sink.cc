@@ -10,6 +10,8 @@
 #include <system_error>
 #include <utility>
 
+#include "lib/util/mutex.h"
+
 namespace ecd::daemon {
 namespace {
 
@@ -42,7 +44,7 @@ absl::Status ReadStreamSink::Start(uint64_t object_size) {
 
 bool ReadStreamSink::Gone() const {
   if (context_->IsCancelled()) return true;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return failed_;
 }
 
@@ -106,8 +108,10 @@ absl::Status ReadStreamSink::Finish(bool ok) {
   if (filled_ > 0 || !sent_any_) {
     if (absl::Status s = Send(); !s.ok()) return s;
   }
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return failed_ || (!queued_.has_value() && !writing_); });
+  MutexLock lock(mu_);
+  changed_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return failed_ || (!queued_.has_value() && !writing_);
+  });
   return failed_ ? GoneError() : absl::OkStatus();
 }
 
@@ -145,21 +149,22 @@ absl::Status ReadStreamSink::Send() {
     sent_any_ = true;
     return write_here();
   }
-  std::unique_lock lock(mu_);
-  changed_.wait(lock, [&] { return failed_ || !queued_.has_value(); });
+  UniqueMutexLock lock(mu_);
+  changed_.Wait(
+      mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return failed_ || !queued_.has_value(); });
   if (failed_) return GoneError();
   if (!sender_.joinable()) {
     try {
       sender_ = std::thread([this] { SendQueued(); });
     } catch (const std::system_error&) {  // No thread to be had: write on this one.
       inline_ = true;
-      lock.unlock();
+      lock.Unlock();
       return write_here();
     }
   }
   queued_.emplace(std::move(message));
-  lock.unlock();
-  changed_.notify_all();
+  lock.Unlock();
+  changed_.NotifyAll();
   return absl::OkStatus();
 }
 
@@ -172,32 +177,33 @@ bool ReadStreamSink::WriteMessage(const grpc::ByteBuffer& message) {
 
 void ReadStreamSink::StopSender() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     queued_.reset();
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   if (sender_.joinable()) sender_.join();
 }
 
 void ReadStreamSink::SendQueued() {
-  std::unique_lock lock(mu_);
+  UniqueMutexLock lock(mu_);
   for (;;) {
-    changed_.wait(lock, [&] { return stopping_ || queued_.has_value(); });
+    changed_.Wait(
+        mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_ || queued_.has_value(); });
     if (stopping_) return;
     grpc::ByteBuffer message = std::move(*queued_);
     queued_.reset();
     writing_ = true;
-    lock.unlock();
-    changed_.notify_all();
+    lock.Unlock();
+    changed_.NotifyAll();
     const bool ok = WriteMessage(message);
-    lock.lock();
+    lock.Lock();
     writing_ = false;
     if (!ok) {
       failed_ = true;
       queued_.reset();  // Its slices may pin a buffer the read waits for.
     }
-    changed_.notify_all();
+    changed_.NotifyAll();
     if (failed_) return;
   }
 }

@@ -11,10 +11,8 @@
 #include <grpcpp/support/sync_stream.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -25,6 +23,7 @@
 #include "daemon/stream_idle.h"
 #include "ecd/v1/ecd.pb.h"
 #include "lib/store/byte_stream.h"
+#include "lib/util/mutex.h"
 #include "wire/data_message.h"
 #include "wire/raw_methods.h"
 
@@ -104,12 +103,12 @@ class ReadStreamSink final : public store::ByteSink {
   bool sent_any_ = false;
   bool inline_ = false;  // No sender thread could be started: every message is written inline.
 
-  mutable std::mutex mu_;  // Guards the members below, shared with the sender thread.
-  std::condition_variable changed_;
-  std::optional<grpc::ByteBuffer> queued_;  // Sealed, waiting for the sender.
-  bool writing_ = false;                    // The sender is inside Write.
-  bool failed_ = false;                     // A Write failed: the client is gone.
-  bool stopping_ = false;
+  mutable Mutex mu_;  // Shared with the sender thread.
+  CondVar changed_;
+  std::optional<grpc::ByteBuffer> queued_ ABSL_GUARDED_BY(mu_);  // Sealed, waiting for the sender.
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;                    // The sender is inside Write.
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;  // A Write failed: the client is gone.
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread sender_;  // Started with the second message.
 };
 

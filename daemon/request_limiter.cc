@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -70,7 +71,7 @@ RequestLimiter::Admission::~Admission() {
 }
 
 RequestLimiter::Admission RequestLimiter::Admit(const std::string& client) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   uint32_t& mine = clients_[client];
   if (mine >= max_per_client_) {
     const uint32_t now = mine;
@@ -100,19 +101,19 @@ RequestLimiter::Admission RequestLimiter::Admit(const std::string& client) {
 }
 
 void RequestLimiter::Release(const std::string& client) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   --total_;
   auto it = clients_.find(client);
   if (it != clients_.end() && --it->second == 0) clients_.erase(it);
 }
 
 uint32_t RequestLimiter::in_flight() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return total_;
 }
 
 uint32_t RequestLimiter::in_flight(const std::string& client) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = clients_.find(client);
   return it == clients_.end() ? 0 : it->second;
 }

@@ -16,11 +16,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -98,9 +98,9 @@ class RequestLimiter {
 
   const uint32_t max_per_client_;
   const uint32_t max_total_;
-  mutable std::mutex mu_;
-  uint32_t total_ = 0;                       // guarded by mu_
-  std::map<std::string, uint32_t> clients_;  // guarded by mu_; only clients with calls
+  mutable Mutex mu_;
+  uint32_t total_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, uint32_t> clients_ ABSL_GUARDED_BY(mu_);  // Only clients with calls
   std::array<std::atomic<uint64_t>, kLimitCount> rejections_{};
 };
 

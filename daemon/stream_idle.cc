@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "daemon/request_limiter.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -17,10 +18,10 @@ StreamIdleTimer::StreamIdleTimer(absl::Duration timeout) : timeout_(timeout) {
 
 StreamIdleTimer::~StreamIdleTimer() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -51,18 +52,18 @@ absl::Status StreamIdleTimer::Waiting::status() const {
 }
 
 uint64_t StreamIdleTimer::Add(grpc::ServerContext* context, const char* what, Direction direction) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t id = next_id_++;
   const bool was_empty = waiting_.empty();
   waiting_.emplace(id, Entry{context, what, direction, std::chrono::steady_clock::now()});
   // A later entry expires after the earlier ones: the thread, if it sleeps until the first of
   // those, need not wake. It sleeps without end only when there were none.
-  if (was_empty) changed_.notify_all();
+  if (was_empty) changed_.NotifyAll();
   return id;
 }
 
 bool StreamIdleTimer::Remove(uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = waiting_.find(id);
   if (it == waiting_.end()) return false;
   const bool cancelled = it->second.cancelled;
@@ -72,7 +73,7 @@ bool StreamIdleTimer::Remove(uint64_t id) {
 
 void StreamIdleTimer::Run() {
   const auto timeout = absl::ToChronoNanoseconds(timeout_);
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     const auto now = std::chrono::steady_clock::now();
     auto next = std::chrono::steady_clock::time_point::max();
@@ -92,9 +93,9 @@ void StreamIdleTimer::Run() {
                                    message.c_str(), nullptr);
     }
     if (next == std::chrono::steady_clock::time_point::max()) {
-      changed_.wait(lock);
+      changed_.Wait(mu_);
     } else {
-      changed_.wait_until(lock, next);
+      changed_.WaitUntil(mu_, next);
     }
   }
 }

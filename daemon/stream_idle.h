@@ -16,15 +16,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -87,11 +86,11 @@ class StreamIdleTimer {
 
   const absl::Duration timeout_;
   std::atomic<uint64_t> cancelled_calls_{0};
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::map<uint64_t, Entry> waiting_;  // guarded by mu_; by id, the oldest first
-  uint64_t next_id_ = 1;               // guarded by mu_
-  bool stopping_ = false;              // guarded by mu_
+  Mutex mu_;
+  CondVar changed_;
+  std::map<uint64_t, Entry> waiting_ ABSL_GUARDED_BY(mu_);  // by id, the oldest first
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 namespace {
@@ -203,18 +204,18 @@ void TcpAcceptor::Stop() {
 }
 
 std::string TcpAcceptor::PeerOf(int fd) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = connections_.find(fd);
   return it == connections_.end() ? "" : it->second.peer;
 }
 
 std::string TcpAcceptor::NotAccepting() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return not_accepting_;
 }
 
 TcpAcceptor::Stats TcpAcceptor::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stats s = stats_;
   s.open = connections_.size();
   return s;
@@ -248,7 +249,7 @@ void TcpAcceptor::Run() {
     if (reserve_ < 0) reserve_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     bool short_of_descriptors;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (NowMs() - last_sweep_ms_ >= kSweepEveryMs) SweepLocked();
       short_of_descriptors = short_of_descriptors_;
     }
@@ -284,7 +285,7 @@ void TcpAcceptor::Run() {
             error == ETIMEDOUT) {
           continue;
         }
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (NowMs() - last_log_ms_ >= kLogEveryMs) {
           last_log_ms_ = NowMs();
           Log(LogLevel::kError, "accepting a gRPC connection failed: %s; trying again",
@@ -298,7 +299,7 @@ void TcpAcceptor::Run() {
 
 void TcpAcceptor::Accepted(int fd, std::string peer) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (max_connections_ != 0 && connections_.size() >= max_connections_ &&
         NowMs() - last_sweep_ms_ >= kSweepAtLimitEveryMs) {
       SweepLocked();
@@ -347,7 +348,7 @@ void TcpAcceptor::OutOfDescriptors(int listener, int error) {
     reserve_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (fd < 0) break;  // Nothing more waits (or still no room).
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stats_.refused_descriptors += dropped;
   const uint64_t limit = DescriptorLimit();
   not_accepting_ =

@@ -17,12 +17,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::daemon {
 
@@ -72,7 +72,7 @@ class TcpAcceptor {
   void OutOfDescriptors(int listener, int error);
   // Forgets the connections gRPC has closed since (their descriptor is closed, or now another
   // file). REQUIRES: mu_ held.
-  void SweepLocked();
+  void SweepLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits up to `ms` for a listening socket to become readable or for Stop.
   void Poll(int ms);
 
@@ -89,13 +89,13 @@ class TcpAcceptor {
     ino_t inode;
     std::string peer;
   };
-  mutable std::mutex mu_;
-  std::map<int, Connection> connections_;  // guarded by mu_; by descriptor
-  std::string not_accepting_;              // guarded by mu_
-  Stats stats_;                            // guarded by mu_ (but `open`, from connections_)
-  bool short_of_descriptors_ = false;      // guarded by mu_
-  int64_t last_sweep_ms_ = 0;              // guarded by mu_
-  int64_t last_log_ms_ = 0;                // guarded by mu_
+  mutable Mutex mu_;
+  std::map<int, Connection> connections_ ABSL_GUARDED_BY(mu_);  // by descriptor
+  std::string not_accepting_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);  // (but `open`, from connections_)
+  bool short_of_descriptors_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t last_sweep_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t last_log_ms_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ecd::daemon

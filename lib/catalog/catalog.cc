@@ -70,7 +70,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS blocks_by_extent ON blocks(device_id, lba);
 
 // The counters of each open connection, so that an error found deep in a statement is counted
 // for its catalog. Touched on open, close and errors only.
-std::mutex counters_mu;
+Mutex counters_mu;
 std::map<sqlite3*, Catalog::Counters*>& CountersByDb() {
   static auto* by_db = new std::map<sqlite3*, Catalog::Counters*>;
   return *by_db;
@@ -87,7 +87,7 @@ absl::Status SqliteError(sqlite3* db, absl::string_view what) {
   std::string message = absl::StrCat("catalog ", what, ": ", sqlite3_errmsg(db));
   if ((code & 0xff) == SQLITE_CONSTRAINT) return absl::AlreadyExistsError(message);
   {
-    std::lock_guard lock(counters_mu);
+    MutexLock lock(counters_mu);
     auto it = CountersByDb().find(db);
     if (it != CountersByDb().end()) it->second->errors.fetch_add(1, std::memory_order_relaxed);
   }
@@ -135,7 +135,7 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, 
   }
   std::unique_ptr<Catalog> catalog(new Catalog(db));
   {
-    std::lock_guard lock(counters_mu);
+    MutexLock lock(counters_mu);
     CountersByDb()[db] = &catalog->counters_;
   }
   sqlite3_busy_timeout(db, 5000);
@@ -194,7 +194,7 @@ absl::StatusOr<std::unique_ptr<Catalog>> Catalog::Open(const std::string& path, 
 
 Catalog::~Catalog() {
   {
-    std::lock_guard lock(counters_mu);
+    MutexLock lock(counters_mu);
     CountersByDb().erase(db_);
   }
   sqlite3_close(db_);
@@ -211,7 +211,7 @@ absl::Status Catalog::Exec(const char* sql) {
 }
 
 absl::Status Catalog::IntegrityCheck() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "PRAGMA integrity_check");
   std::vector<std::string> problems;
   for (;;) {
@@ -226,7 +226,7 @@ absl::Status Catalog::IntegrityCheck() {
 }
 
 absl::Status Catalog::Backup(const std::string& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   sqlite3* to = nullptr;
   if (sqlite3_open_v2(path.c_str(), &to, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
       SQLITE_OK) {

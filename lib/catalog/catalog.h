@@ -19,7 +19,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,6 +30,7 @@
 #include "absl/types/span.h"
 #include "lib/catalog/catalog_records.h"
 #include "lib/catalog/object_catalog.h"
+#include "lib/util/mutex.h"
 
 struct sqlite3;
 
@@ -134,7 +134,7 @@ class Catalog : public ObjectCatalog {
   absl::StatusOr<StripePage> StripesOf(const std::string& hits, std::pair<int64_t, int64_t> args,
                                        size_t max_stripes);
 
-  std::mutex mu_;
+  Mutex mu_;
   sqlite3* const db_;
   Counters counters_;
 };

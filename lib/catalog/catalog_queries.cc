@@ -153,7 +153,7 @@ constexpr const char* kBlockColumns =
 
 }  // namespace
 absl::StatusOr<std::vector<DeviceRecord>> Catalog::ListDevices() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "SELECT id, path, size_bytes, lba_size, state FROM devices ORDER BY id");
   std::vector<DeviceRecord> out;
   for (;;) {
@@ -211,7 +211,7 @@ absl::StatusOr<std::vector<DeviceRecord>> Catalog::ListDevices() {
 }
 
 absl::StatusOr<std::optional<std::string>> Catalog::GetMeta(absl::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "SELECT value FROM meta WHERE key = ?");
   s.Bind(1, key);
   absl::StatusOr<bool> row = s.Step();
@@ -222,7 +222,7 @@ absl::StatusOr<std::optional<std::string>> Catalog::GetMeta(absl::string_view ke
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Catalog::MetaWithPrefix(
     absl::string_view prefix) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "SELECT key, value FROM meta WHERE substr(key, 1, ?) = ? ORDER BY key");
   s.Bind(1, static_cast<int64_t>(prefix.size())).Bind(2, prefix);
   std::vector<std::pair<std::string, std::string>> out;
@@ -236,7 +236,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> Catalog::MetaWi
 }
 
 absl::StatusOr<ObjectRecord> Catalog::GetObject(absl::string_view name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, absl::StrCat("SELECT ", kObjectColumns,
                                 " FROM objects WHERE name = ? AND state = 'committed'")
                        .c_str());
@@ -251,7 +251,7 @@ absl::StatusOr<ObjectRecord> Catalog::GetObject(absl::string_view name) {
 }
 
 absl::StatusOr<std::vector<ObjectRecord>> Catalog::ListObjects() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, absl::StrCat("SELECT ", kObjectColumns,
                                 " FROM objects WHERE state = 'committed' ORDER BY name")
                        .c_str());
@@ -270,7 +270,7 @@ absl::StatusOr<std::vector<ObjectRecord>> Catalog::ListObjects() {
 absl::StatusOr<std::vector<BlockRecord>> Catalog::GetBlocks(int64_t object_id,
                                                             uint64_t first_stripe,
                                                             uint64_t stripe_count) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, absl::StrCat("SELECT ", kBlockColumns,
                                 " FROM blocks WHERE object_id = ? AND stripe >= ? AND stripe < ? "
                                 "ORDER BY stripe, idx")
@@ -290,7 +290,7 @@ absl::StatusOr<std::vector<BlockRecord>> Catalog::GetBlocks(int64_t object_id,
 }
 
 absl::Status Catalog::ForEachBlock(const std::function<void(const BlockRecord&)>& fn) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, absl::StrCat("SELECT ", kBlockColumns, " FROM blocks").c_str());
   for (;;) {
     absl::StatusOr<bool> row = s.Step();
@@ -304,7 +304,7 @@ absl::Status Catalog::ForEachBlock(const std::function<void(const BlockRecord&)>
 
 absl::Status Catalog::ForEachBlockOf(int64_t object_id,
                                      const std::function<void(const BlockRecord&)>& fn) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_,
               absl::StrCat("SELECT ", kBlockColumns, " FROM blocks WHERE object_id = ?").c_str());
   s.Bind(1, object_id);
@@ -321,7 +321,7 @@ absl::Status Catalog::ForEachBlockOf(int64_t object_id,
 absl::StatusOr<std::vector<std::string>> Catalog::ObjectsOnDevice(uint32_t device,
                                                                   uint64_t first_lba,
                                                                   uint64_t lba_count) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t end = lba_count == 0 ? INT64_MAX : static_cast<int64_t>(first_lba + lba_count);
   Statement s(db_,
               "SELECT DISTINCT o.name FROM blocks b JOIN objects o ON o.id = b.object_id "
@@ -367,7 +367,7 @@ absl::StatusOr<StripePage> Catalog::StripesOf(const std::string& hits,
       absl::StrCat("WITH hit(object_id, stripe, at) AS (", hits, ") SELECT ", kBlockColumns,
                    ", hit.at FROM hit JOIN blocks b USING (object_id, stripe) "
                    "ORDER BY hit.at, object_id, stripe, idx");
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, sql.c_str());
   s.Bind(1, args.first).Bind(2, args.second).Bind(3, static_cast<int64_t>(max_stripes));
   std::vector<StripeRows> out;
@@ -415,7 +415,7 @@ absl::StatusOr<StripePage> Catalog::StripesOf(const std::string& hits,
 }
 
 absl::StatusOr<std::map<uint32_t, uint64_t>> Catalog::StripesByParity() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_,
               "SELECT parity_blocks, SUM(stripe_count) FROM objects WHERE state = 'committed' "
               "GROUP BY parity_blocks");
@@ -430,7 +430,7 @@ absl::StatusOr<std::map<uint32_t, uint64_t>> Catalog::StripesByParity() {
 }
 
 absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> Catalog::BlockCountsByDevice() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "SELECT device_id, COUNT(*) FROM blocks GROUP BY device_id");
   std::vector<std::pair<uint32_t, uint64_t>> out;
   for (;;) {
@@ -445,7 +445,7 @@ absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> Catalog::BlockCountsB
 }
 
 absl::StatusOr<uint64_t> Catalog::CommitSeq() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "SELECT value FROM meta WHERE key = 'commit_seq'");
   absl::StatusOr<bool> row = s.Step();
   if (!row.ok()) return row.status();
@@ -460,7 +460,7 @@ absl::StatusOr<uint64_t> Catalog::CommitSeq() {
 absl::Status Catalog::ForEachBlockOnDevice(
     uint32_t device,
     const std::function<absl::Status(const ObjectRecord&, const BlockRecord&)>& fn) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, absl::StrCat("SELECT o.", absl::StrReplaceAll(kObjectColumns, {{", ", ", o."}}),
                                 ", b.", absl::StrReplaceAll(kBlockColumns, {{", ", ", b."}}),
                                 " FROM blocks b JOIN objects o ON o.id = b.object_id "
@@ -486,7 +486,7 @@ absl::Status Catalog::ForEachBlockOnDevice(
 
 absl::Status Catalog::ForEachEmptyObject(
     const std::function<absl::Status(const ObjectRecord&)>& fn) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, absl::StrCat("SELECT ", kObjectColumns,
                                 " FROM objects WHERE state = 'committed' AND stripe_count = 0 "
                                 "ORDER BY id")

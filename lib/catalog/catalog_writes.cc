@@ -55,7 +55,7 @@ std::string DownKey(uint32_t id) { return absl::StrCat("device_down/", id); }
 }  // namespace
 
 absl::Status Catalog::AddDevice(const DeviceRecord& d) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_,
               "INSERT INTO devices(id, path, size_bytes, lba_size, state) VALUES (?, ?, ?, ?, ?)");
   s.Bind(1, d.id).Bind(2, d.path).Bind(3, static_cast<int64_t>(d.size_bytes));
@@ -64,7 +64,7 @@ absl::Status Catalog::AddDevice(const DeviceRecord& d) {
 }
 
 absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // The devices table's CHECK allows 'online' and 'failed' only (schema version 1), so a failing
   // or down device is stored as online plus a meta row "device_failing/<id>" or
   // "device_down/<id>"; one transaction keeps them in step. See docs/catalog.md.
@@ -82,7 +82,7 @@ absl::Status Catalog::SetDeviceState(uint32_t id, DeviceState state) {
 }
 
 absl::Status Catalog::SetDeviceDown(uint32_t id, int64_t since_unix_ms, absl::string_view reason) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   if (absl::Status st = SetDeviceRow(db_, id, "online"); !st.ok()) return st;
@@ -95,7 +95,7 @@ absl::Status Catalog::SetDeviceDown(uint32_t id, int64_t since_unix_ms, absl::st
 }
 
 absl::Status Catalog::PrepareReplacement(uint32_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement mark(db_, "UPDATE blocks SET corrupt = 1 WHERE device_id = ?");
@@ -108,21 +108,21 @@ absl::Status Catalog::PrepareReplacement(uint32_t id) {
 }
 
 absl::Status Catalog::SetMeta(absl::string_view key, absl::string_view value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)");
   s.Bind(1, key).Bind(2, value);
   return s.RunAutocommit();
 }
 
 absl::Status Catalog::DeleteMeta(absl::string_view key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "DELETE FROM meta WHERE key = ?");
   s.Bind(1, key);
   return s.RunAutocommit();
 }
 
 absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(
       db_,
       "INSERT INTO objects(name, state, size, data_blocks, parity_blocks, matrix, "
@@ -143,7 +143,7 @@ absl::StatusOr<int64_t> Catalog::CreatePendingObject(const ObjectRecord& o) {
 }
 
 absl::Status Catalog::AddBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement s(db_,
@@ -161,7 +161,7 @@ absl::Status Catalog::AddBlocks(int64_t object_id, absl::Span<const BlockRecord>
 
 absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t stripe_count,
                                    uint64_t seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);  // One statement; a transaction so that its commit is timed.
   if (!txn.status().ok()) return txn.status();
   Statement s(db_,
@@ -178,7 +178,7 @@ absl::Status Catalog::CommitObject(int64_t object_id, uint64_t size, uint64_t st
 }
 
 absl::Status Catalog::DeleteObject(int64_t object_id, uint64_t seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement s(db_, "DELETE FROM objects WHERE id = ?");
@@ -190,7 +190,7 @@ absl::Status Catalog::DeleteObject(int64_t object_id, uint64_t seq) {
 }
 
 absl::StatusOr<int> Catalog::DropPendingObjects() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "DELETE FROM objects WHERE state = 'pending'");
   if (absl::Status st = s.RunAutocommit(); !st.ok()) return st;
   return sqlite3_changes(db_);
@@ -198,7 +198,7 @@ absl::StatusOr<int> Catalog::DropPendingObjects() {
 
 absl::Status Catalog::ReplaceBlocks(int64_t object_id, absl::Span<const BlockRecord> blocks,
                                     uint64_t seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement s(db_,
@@ -223,7 +223,7 @@ absl::Status Catalog::CommitUpdate(int64_t object_id, uint64_t expected_version,
                                    absl::Span<const BlockRecord> replaced,
                                    absl::Span<const BlockRecord> added, uint64_t size,
                                    uint64_t stripe_count, uint64_t seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement object(db_,
@@ -265,7 +265,7 @@ absl::Status Catalog::CommitUpdate(int64_t object_id, uint64_t expected_version,
 }
 
 absl::Status Catalog::AdvanceCommitSeq(uint64_t seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   if (absl::Status st = RaiseCommitSeq(db_, seq); !st.ok()) return st;
@@ -273,7 +273,7 @@ absl::Status Catalog::AdvanceCommitSeq(uint64_t seq) {
 }
 
 absl::Status Catalog::RestoreObjects(absl::Span<const ObjectWithBlocks> objects) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Transaction txn(db_, counters_);
   if (!txn.status().ok()) return txn.status();
   Statement o(db_,
@@ -306,7 +306,7 @@ absl::Status Catalog::RestoreObjects(absl::Span<const ObjectWithBlocks> objects)
 
 absl::Status Catalog::SetBlockCorrupt(int64_t object_id, uint64_t stripe, uint32_t index,
                                       bool corrupt) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Statement s(db_, "UPDATE blocks SET corrupt = ? WHERE object_id = ? AND stripe = ? AND idx = ?");
   s.Bind(1, corrupt ? 1 : 0).Bind(2, object_id).Bind(3, static_cast<int64_t>(stripe));
   s.Bind(4, index);

@@ -18,12 +18,12 @@ absl::Status StatusOf(const absl::StatusOr<T>& s) {
 }  // namespace
 
 std::optional<std::string> FencedCatalog::fenced_because() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return fenced_because_;
 }
 
 absl::Status FencedCatalog::CheckOpen() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!fenced_because_) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "the catalog takes no more writes: ", *fenced_because_,
@@ -33,7 +33,7 @@ absl::Status FencedCatalog::CheckOpen() const {
 
 void FencedCatalog::Note(absl::string_view what, const absl::Status& status) {
   if (!IsCommitOutcomeUnknown(status)) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!fenced_because_) {
     fenced_because_ = absl::StrCat("the outcome of ", what, " is unknown (", status.message(), ")");
     Log(LogLevel::kError, "catalog: %s; no more changes are taken until ecd is restarted",

@@ -9,11 +9,11 @@
 #define ECD_LIB_CATALOG_FENCED_CATALOG_H_
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "lib/catalog/object_catalog.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -91,8 +91,8 @@ class FencedCatalog final : public ObjectCatalog {
   auto Guard(absl::string_view what, Write write) -> decltype(write());
 
   const std::unique_ptr<ObjectCatalog> inner_;
-  mutable std::mutex mu_;
-  std::optional<std::string> fenced_because_;  // Guarded by mu_.
+  mutable Mutex mu_;
+  std::optional<std::string> fenced_because_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ecd::store

@@ -80,7 +80,7 @@ EventLogDevice::EventLogDevice(const EventLogDeviceOptions& options)
 }
 
 void EventLogDevice::SetInterruptHandler(std::function<void(EventLog)> handler) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   irq_handler_ = std::move(handler);
 }
 
@@ -101,7 +101,7 @@ absl::StatusOr<InsertResult> EventLogDevice::InsertRecord(EventLog log,
   InsertResult result;
   std::function<void(EventLog)> handler;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Log& l = logs_[index];
     const uint64_t now = Now();
     if (l.records.size() >= options_.capacity[index]) {
@@ -133,7 +133,7 @@ absl::StatusOr<InsertResult> EventLogDevice::InsertRecord(EventLog log,
 }
 
 uint64_t EventLogDevice::EventStatus() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint64_t status = 0;
   for (int i = 0; i < kNumDeviceEventLogs; ++i) {
     if (!logs_[i].records.empty()) status |= uint64_t{1} << i;
@@ -144,7 +144,7 @@ uint64_t EventLogDevice::EventStatus() const {
 size_t EventLogDevice::RecordCount(EventLog log) const {
   const int index = DeviceLogIndex(static_cast<uint8_t>(log));
   if (index < 0) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return logs_[index].records.size();
 }
 
@@ -159,7 +159,7 @@ MailboxResponse EventLogDevice::Execute(uint16_t opcode, absl::Span<const uint8_
       return Fail(ReturnCode::kUnsupported);
   }
   if (input.size() > options_.payload_size) return Fail(ReturnCode::kInvalidPayloadLength);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   switch (opcode) {
     case kOpGetEventRecords:
       return GetEventRecords(input);

@@ -57,12 +57,12 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "lib/cxl/mailbox.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::cxl {
 
@@ -135,21 +135,25 @@ class EventLogDevice {
 
   explicit EventLogDevice(const EventLogDeviceOptions& options);
 
-  // The command handlers. REQUIRES: mu_ held.
-  MailboxResponse GetEventRecords(absl::Span<const uint8_t> input);
-  MailboxResponse ClearEventRecords(absl::Span<const uint8_t> input);
-  MailboxResponse GetInterruptPolicy(absl::Span<const uint8_t> input) const;
-  MailboxResponse SetInterruptPolicy(absl::Span<const uint8_t> input);
+  // The command handlers.
+  MailboxResponse GetEventRecords(absl::Span<const uint8_t> input)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  MailboxResponse ClearEventRecords(absl::Span<const uint8_t> input)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  MailboxResponse GetInterruptPolicy(absl::Span<const uint8_t> input) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  MailboxResponse SetInterruptPolicy(absl::Span<const uint8_t> input)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Current device time. REQUIRES: mu_ held.
-  uint64_t Now() const;
+  // Current device time.
+  uint64_t Now() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const EventLogDeviceOptions options_;
   const size_t max_records_per_get_;
 
-  mutable std::mutex mu_;
-  std::array<Log, kNumDeviceEventLogs> logs_;  // guarded by mu_
-  std::function<void(EventLog)> irq_handler_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::array<Log, kNumDeviceEventLogs> logs_ ABSL_GUARDED_BY(mu_);
+  std::function<void(EventLog)> irq_handler_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ecd::cxl

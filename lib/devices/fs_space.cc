@@ -109,7 +109,7 @@ absl::Status FsSpace::SetCatalog(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) {
     return absl::InternalError(absl::StrCat("stat ", path, ": ", std::strerror(errno)));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int i = FsIndexLocked(st.st_dev, DirectoryOf(path));
   fs_[i].catalog = true;
   fs_[i].path = DirectoryOf(path);  // The data dir names the file system that holds it.
@@ -119,7 +119,7 @@ absl::Status FsSpace::SetCatalog(const std::string& path) {
 void FsSpace::SetDevice(uint32_t id, const std::string& path) {
   struct stat st {};
   const bool on_fs = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = claims_.find(id);
   if (it != claims_.end()) {
     const int old = device_fs_.count(id) ? device_fs_[id] : -1;
@@ -154,7 +154,7 @@ std::string FsSpace::FullMessage(const Fs& fs, const FsStat& stat, uint64_t rese
 
 absl::Status FsSpace::Claim(absl::Span<const ClaimedExtent> extents, SpaceUse use) {
   const uint64_t reserve = use == SpaceUse::kNewData ? reserve_bytes_ : reserve_bytes_ / 2;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   // The bytes each file system is asked for; the catalog's must hold its reserve in any case.
   std::map<int, uint64_t> needed;
   for (size_t i = 0; i < fs_.size(); ++i) {
@@ -183,7 +183,7 @@ absl::Status FsSpace::Claim(absl::Span<const ClaimedExtent> extents, SpaceUse us
 }
 
 void FsSpace::Release(uint32_t device, uint64_t lba, uint64_t lba_count) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto dev = claims_.find(device);
   if (dev == claims_.end() || lba_count == 0) return;
   std::map<uint64_t, Claimed>& claims = dev->second;
@@ -205,7 +205,7 @@ void FsSpace::Release(uint32_t device, uint64_t lba, uint64_t lba_count) {
 
 std::vector<FileSystemUsage> FsSpace::Usage() const {
   std::vector<FileSystemUsage> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (size_t i = 0; i < fs_.size(); ++i) {
     FileSystemUsage u;
     u.path = fs_[i].path;

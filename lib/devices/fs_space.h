@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "lib/devices/namespace.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -110,18 +110,19 @@ class FsSpace {
     uint64_t lba_count = 0;
     uint64_t bytes = 0;
   };
-  // The index of the file system with st_dev `dev`, added (named `path`) if new. Under mu_.
-  int FsIndexLocked(dev_t dev, const std::string& path);
+  // The index of the file system with st_dev `dev`, added (named `path`) if new.
+  int FsIndexLocked(dev_t dev, const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The message of a refused claim on fs `i`.
   std::string FullMessage(const Fs& fs, const FsStat& stat, uint64_t reserve, uint64_t needed,
                           SpaceUse use) const;
 
   const uint64_t reserve_bytes_;
   const std::function<absl::StatusOr<FsStat>(const std::string&)> stat_;
-  mutable std::mutex mu_;
-  std::vector<Fs> fs_;                                      // guarded by mu_
-  std::map<uint32_t, int> device_fs_;                       // -1: not on a file system
-  std::map<uint32_t, std::map<uint64_t, Claimed>> claims_;  // by device, by first LBA
+  mutable Mutex mu_;
+  std::vector<Fs> fs_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, int> device_fs_ ABSL_GUARDED_BY(mu_);  // -1: not on a file system
+  std::map<uint32_t, std::map<uint64_t, Claimed>> claims_
+      ABSL_GUARDED_BY(mu_);  // by device, by first LBA
 };
 
 // Wraps a device's namespace so that each write's completion (successful or not, Write or

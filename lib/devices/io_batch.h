@@ -4,12 +4,11 @@
 #ifndef ECD_LIB_STORE_IO_BATCH_H_
 #define ECD_LIB_STORE_IO_BATCH_H_
 
-#include <condition_variable>
 #include <cstddef>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "lib/devices/namespace.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -28,26 +27,26 @@ class IoBatch {
   // *status may be read once Wait has returned. REQUIRES: *status outlives the I/O.
   Namespace::Done Track(absl::Status* status) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++pending_;
     }
     return [this, status](absl::Status s) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       *status = std::move(s);
-      if (--pending_ == 0) idle_.notify_all();
+      if (--pending_ == 0) idle_.NotifyAll();
     };
   }
 
   // Blocks until every tracked I/O has completed (at once if none is pending).
   void Wait() {
-    std::unique_lock lock(mu_);
-    idle_.wait(lock, [this] { return pending_ == 0; });
+    MutexLock lock(mu_);
+    idle_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pending_ == 0; });
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable idle_;
-  size_t pending_ = 0;  // guarded by mu_
+  Mutex mu_;
+  CondVar idle_;
+  size_t pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ecd::store

@@ -9,13 +9,13 @@
 #include <array>
 #include <list>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lib/ec/block_checks.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::ec {
 namespace {
@@ -35,17 +35,17 @@ constexpr size_t kChecksumPassBytes = size_t{256} * 1024;
 // The Vandermonde verdict per (M, K), computed once per process: the check may take a while
 // for wide shapes. At most 128 x 32 entries.
 absl::Status CachedVandermondeCheck(const std::vector<uint8_t>& coding, int data, int parity) {
-  static std::mutex mu;
+  static Mutex mu;
   static std::map<std::pair<int, int>, absl::Status>* verdicts =
       new std::map<std::pair<int, int>, absl::Status>();  // Never destroyed (static-init safe).
   {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     auto it = verdicts->find({data, parity});
     if (it != verdicts->end()) return it->second;
   }
   // Checked outside the lock: two threads may both compute a verdict; they agree.
   absl::Status s = CheckEveryErasurePatternDecodes(coding, data, parity);
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   verdicts->emplace(std::make_pair(data, parity), s);
   return s;
 }
@@ -65,8 +65,8 @@ struct Codec::DecodeCache {
     BlockMask wanted;
     std::shared_ptr<const Decoder> decoder;
   };
-  std::mutex mu;
-  std::list<Entry> entries;  // MRU first.
+  Mutex mu;
+  std::list<Entry> entries ABSL_GUARDED_BY(mu);  // MRU first.
 };
 
 Codec::Codec(MatrixType type, int data, int parity, std::vector<uint8_t> coding)
@@ -222,7 +222,7 @@ absl::Status Codec::Encode(absl::Span<const absl::Span<const uint8_t>> data,
 absl::StatusOr<std::shared_ptr<const Codec::Decoder>> Codec::FindDecoder(
     const BlockMask& available, const BlockMask& wanted) const {
   {
-    std::lock_guard lock(cache_->mu);
+    MutexLock lock(cache_->mu);
     for (auto it = cache_->entries.begin(); it != cache_->entries.end(); ++it) {
       if (it->wanted == wanted && it->available == available) {
         if (it != cache_->entries.begin()) {
@@ -240,7 +240,7 @@ absl::StatusOr<std::shared_ptr<const Codec::Decoder>> Codec::FindDecoder(
   const int rows = static_cast<int>(decoder->matrix.missing.size());
   decoder->tables.resize(static_cast<size_t>(32) * data_ * rows);
   ec_init_tables(data_, rows, decoder->matrix.coefficients.data(), decoder->tables.data());
-  std::lock_guard lock(cache_->mu);
+  MutexLock lock(cache_->mu);
   for (const auto& entry : cache_->entries) {
     if (entry.wanted == wanted && entry.available == available) {
       return entry.decoder;  // Another thread got here first.

@@ -2,11 +2,12 @@
 #include "lib/ec/completion.h"
 
 #include "lib/ec/poll.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::ec {
 void Completion::Done(absl::Status status) {
   if (!status.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (first_error_.ok()) first_error_ = std::move(status);
     failed_.store(true, std::memory_order_release);
   }
@@ -28,7 +29,7 @@ absl::Status Completion::Wait(std::chrono::microseconds poll) {
   while (finished_.load(std::memory_order_acquire) == 0)
     finished_.wait(0, std::memory_order_acquire);
   if (!failed_.load(std::memory_order_acquire)) return absl::OkStatus();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return first_error_;
 }
 

@@ -16,10 +16,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "lib/ec/engine.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::ec {
 
@@ -68,8 +68,8 @@ class Completion {
   // the last callback's store and notify are its final touches of this object.
   alignas(64) std::atomic<int> finished_;
   std::atomic<bool> failed_{false};
-  std::mutex mu_;  // Guards first_error_ (taken on failure only).
-  absl::Status first_error_;
+  Mutex mu_;  // Taken on failure only.
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ecd::ec

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "lib/ec/block_checks.h"
 #include "lib/ec/poll.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::ec {
 namespace {
@@ -156,13 +157,13 @@ Engine::Engine(EngineOptions options)
 Engine::~Engine() {
   std::vector<Pending> held;
   {
-    std::lock_guard held_lock(held_mu_);
+    MutexLock held_lock(held_mu_);
     held.swap(held_);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     flushes_.fetch_add(1, std::memory_order_release);  // Ends polls at once.
   }
-  ready_.notify_all();
+  ready_.NotifyAll();
   for (std::thread& t : threads_) t.join();
   for (Pending& p : held) {
     p.done(absl::CancelledError("the engine stopped before this held task was flushed"));
@@ -174,7 +175,7 @@ void Engine::Submit(Task task, Callback done, SubmitFlag flag) {
   if (check_buffers_) p.source_checksum = SourceChecksum(p.task);
   if (on_task_done_) p.submitted = std::chrono::steady_clock::now();
   {
-    std::lock_guard held_lock(held_mu_);
+    MutexLock held_lock(held_mu_);
     held_.push_back(std::move(p));
   }
   if (flag == SubmitFlag::kFlush) FlushHeld();
@@ -193,9 +194,9 @@ void Engine::Flush() { FlushHeld(); }
 void Engine::FlushHeld() {
   bool wake = false;
   {
-    std::lock_guard held_lock(held_mu_);
+    MutexLock held_lock(held_mu_);
     if (held_.empty()) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (head_ == queue_.size()) {
       // Nothing queued: trade buffers, so both keep their capacity.
       queue_.clear();
@@ -209,14 +210,14 @@ void Engine::FlushHeld() {
     wake = idle_ > 0;
   }
   // A running or polling worker comes back for the queue before it sleeps: no wake-up needed.
-  if (wake) ready_.notify_all();
+  if (wake) ready_.NotifyAll();
 }
 
 void Engine::Work() {
   std::vector<Pending> mine;  // This worker's chunk; its capacity is reused.
   for (;;) {
     {
-      std::unique_lock lock(mu_);
+      UniqueMutexLock lock(mu_);
       bool polled = false;
       while (!stopping_ && head_ == queue_.size()) {
         if (!polled && poll_.count() > 0) {
@@ -224,14 +225,14 @@ void Engine::Work() {
           // comes back within the window costs no futex wake-up on either side.
           polled = true;
           const uint64_t seen = flushes_.load(std::memory_order_acquire);
-          lock.unlock();
+          lock.Unlock();
           internal::PollFor(poll_,
                             [&] { return flushes_.load(std::memory_order_acquire) != seen; });
-          lock.lock();
+          lock.Lock();
           continue;
         }
         ++idle_;
-        ready_.wait(lock);
+        ready_.Wait(mu_);
         --idle_;
       }
       const size_t left = queue_.size() - head_;
@@ -284,7 +285,7 @@ int Engine::Progress() {
 
 int Engine::Progress(absl::FunctionRef<bool()> stop) {
   int ran = 0;
-  std::unique_lock lock(mu_);
+  UniqueMutexLock lock(mu_);
   ++helping_;
   while (head_ < queue_.size()) {
     if (stop()) break;
@@ -293,10 +294,10 @@ int Engine::Progress(absl::FunctionRef<bool()> stop) {
       queue_.clear();
       head_ = 0;
     }
-    lock.unlock();
+    lock.Unlock();
     Complete(p);
     ++ran;
-    lock.lock();
+    lock.Lock();
   }
   --helping_;
   return ran;

@@ -34,12 +34,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -49,6 +47,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "lib/ec/codec.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::ec {
 
@@ -213,18 +212,20 @@ class Engine {
   const std::vector<int> worker_cpus_;
   std::atomic<uint64_t> flushes_{0};  // Bumped (under mu_) by every flush that queues tasks.
   // held_ has its own lock so that held (kNone) submits never contend with the workers.
-  std::mutex held_mu_;
-  std::vector<Pending> held_;  // Submitted with kNone, not yet flushed.
-  std::mutex mu_;              // Guards everything below.
-  std::condition_variable ready_;
+  Mutex held_mu_;
+  std::vector<Pending> held_ ABSL_GUARDED_BY(held_mu_);  // Submitted with kNone, not yet flushed.
+  Mutex mu_;
+  CondVar ready_;
   // Flushed tasks: [head_, size) wait for a worker. A worker takes a chunk of them per lock
   // (all of them when it is the only worker); the vector's capacity is reused, so a steady
   // stream of tasks allocates nothing here.
-  std::vector<Pending> queue_;
-  size_t head_ = 0;
-  int idle_ = 0;     // Workers waiting on ready_; a flush notifies only when some are.
-  int helping_ = 0;  // Callers inside Progress(); workers leave them a share of the queue.
-  bool stopping_ = false;
+  std::vector<Pending> queue_ ABSL_GUARDED_BY(mu_);
+  size_t head_ ABSL_GUARDED_BY(mu_) = 0;
+  int idle_ ABSL_GUARDED_BY(mu_) =
+      0;  // Workers waiting on ready_; a flush notifies only when some are.
+  int helping_ ABSL_GUARDED_BY(mu_) =
+      0;  // Callers inside Progress(); workers leave them a share of the queue.
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -231,13 +231,13 @@ FaultNamespace::~FaultNamespace() {
 }
 
 void FaultNamespace::SetRules(std::vector<FaultRule> rules) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   rules_.clear();
   for (FaultRule& r : rules) rules_.push_back(RuleState{r});
 }
 
 std::vector<IoRecord> FaultNamespace::TakeTrace() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<IoRecord> out(trace_.begin(), trace_.end());
   trace_.clear();
   return out;
@@ -312,7 +312,7 @@ absl::Status FaultNamespace::Read(uint64_t lba, absl::Span<uint8_t> out) {
   }
   Decision d;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     d = Decide(Op::kRead, lba, count);
   }
   if (d.delay > absl::ZeroDuration()) absl::SleepFor(d.delay);
@@ -331,7 +331,7 @@ absl::Status FaultNamespace::Write(uint64_t lba, absl::Span<const uint8_t> data)
   }
   Decision d;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     d = Decide(Op::kWrite, lba, count);
   }
   if (d.delay > absl::ZeroDuration()) absl::SleepFor(d.delay);
@@ -370,7 +370,7 @@ absl::Status FaultNamespace::Write(uint64_t lba, absl::Span<const uint8_t> data)
 absl::Status FaultNamespace::Flush() {
   Decision d;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (flush_failed_) {
       ++flushes_;
       return nvme::ToAbslStatus(nvme::Failure(nvme::kScWriteFault, nvme::kSctMedia),
@@ -382,7 +382,7 @@ absl::Status FaultNamespace::Flush() {
   absl::Status s =
       d.fail ? Injected(nvme::kScWriteFault, nvme::kSctMedia, "flush") : inner_->Flush();
   if (!s.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     flush_failed_ = true;
   }
   return s;
@@ -390,7 +390,7 @@ absl::Status FaultNamespace::Flush() {
 
 std::vector<std::pair<std::string, uint64_t>> FaultNamespace::Counters() const {
   std::vector<std::pair<std::string, uint64_t>> c = inner_->Counters();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   c.insert(c.end(), {
                         {"io_reads", reads_},
                         {"io_writes", writes_},
@@ -408,37 +408,37 @@ std::vector<std::pair<std::string, uint64_t>> FaultNamespace::Counters() const {
 }
 
 FaultNamespace* FaultRegistry::Get(uint32_t device) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = open_.find(device);
   return it == open_.end() ? nullptr : it->second;
 }
 
 void FaultRegistry::SetRules(uint32_t device, std::vector<FaultRule> rules) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   rules_[device] = rules;
   auto it = open_.find(device);
   if (it != open_.end()) it->second->SetRules(std::move(rules));
 }
 
 std::vector<FaultRule> FaultRegistry::RulesFor(uint32_t device) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = rules_.find(device);
   return it == rules_.end() ? std::vector<FaultRule>() : it->second;
 }
 
 void FaultRegistry::SetInitialRules(std::map<uint32_t, std::vector<FaultRule>> rules) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   rules_ = std::move(rules);
 }
 
 void FaultRegistry::Register(uint32_t device, FaultNamespace* ns,
                              std::shared_ptr<FaultRegistry> self) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     open_[device] = ns;
   }
   ns->set_on_destroy([self = std::move(self), device](FaultNamespace* gone) {
-    std::lock_guard lock(self->mu_);
+    MutexLock lock(self->mu_);
     auto it = self->open_.find(device);
     if (it != self->open_.end() && it->second == gone) self->open_.erase(it);
   });

@@ -10,7 +10,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <utility>
@@ -22,6 +21,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "lib/devices/namespace.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -154,20 +154,29 @@ class FaultNamespace final : public Namespace {
     uint64_t cut = 0;  // Short: LBAs written. Torn: bytes written.
   };
 
-  // Records the I/O and evaluates the rules for it (under mu_).
-  Decision Decide(FaultRule::Op op, uint64_t lba, uint64_t count);
+  // Records the I/O and evaluates the rules for it.
+  Decision Decide(FaultRule::Op op, uint64_t lba, uint64_t count)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<Namespace> inner_;
   const size_t trace_capacity_;
   std::function<void(FaultNamespace*)> on_destroy_;
 
-  mutable std::mutex mu_;
-  std::vector<RuleState> rules_;
-  std::mt19937_64 rng_;
-  std::deque<IoRecord> trace_;
-  uint64_t reads_ = 0, writes_ = 0, flushes_ = 0, read_lbas_ = 0, write_lbas_ = 0;
-  uint64_t eio_ = 0, short_writes_ = 0, torn_writes_ = 0, latency_ = 0, trace_dropped_ = 0;
-  bool flush_failed_ = false;
+  mutable Mutex mu_;
+  std::vector<RuleState> rules_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  std::deque<IoRecord> trace_ ABSL_GUARDED_BY(mu_);
+  uint64_t reads_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t writes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t flushes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t read_lbas_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t write_lbas_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t eio_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t short_writes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t torn_writes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t latency_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t trace_dropped_ ABSL_GUARDED_BY(mu_) = 0;
+  bool flush_failed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // The FaultNamespaces a FaultInjectingFactory opened, by device index.
@@ -191,9 +200,9 @@ class FaultRegistry {
   void SetInitialRules(std::map<uint32_t, std::vector<FaultRule>> rules);
 
  private:
-  mutable std::mutex mu_;
-  std::map<uint32_t, std::vector<FaultRule>> rules_;
-  std::map<uint32_t, FaultNamespace*> open_;
+  mutable Mutex mu_;
+  std::map<uint32_t, std::vector<FaultRule>> rules_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, FaultNamespace*> open_ ABSL_GUARDED_BY(mu_);
 };
 
 // A factory that opens each device with `inner` and wraps it in a FaultNamespace with the rules

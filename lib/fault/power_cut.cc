@@ -343,14 +343,14 @@ PowerCutNamespace::PowerCutNamespace(std::unique_ptr<Namespace> inner, std::stri
 PowerCutNamespace::~PowerCutNamespace() { ::close(fd_); }
 
 void PowerCutNamespace::BeginWrite() {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !flushing_; });
+  MutexLock lock(mu_);
+  cv_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !flushing_; });
   ++in_flight_;
 }
 
 void PowerCutNamespace::EndWrite() {
-  std::lock_guard lock(mu_);
-  if (--in_flight_ == 0) cv_.notify_all();
+  MutexLock lock(mu_);
+  if (--in_flight_ == 0) cv_.NotifyAll();
 }
 
 absl::Status PowerCutNamespace::Journal(uint64_t lba, size_t bytes) {
@@ -371,7 +371,7 @@ absl::Status PowerCutNamespace::Journal(uint64_t lba, size_t bytes) {
   if (!zero) record.insert(record.end(), old.begin(), old.end());
   Put32(record, Crc32c(record));
   if (absl::Status s = WriteAll(fd_, record, journal_path_); !s.ok()) return s;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++unflushed_;
   ++journaled_;
   return absl::OkStatus();
@@ -398,26 +398,26 @@ void PowerCutNamespace::WriteAsync(uint64_t lba, absl::Span<const uint8_t> data,
 }
 
 absl::Status PowerCutNamespace::Flush() {
-  std::lock_guard one(flush_mu_);
+  MutexLock one(flush_mu_);
   {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     flushing_ = true;
-    cv_.wait(lock, [this] { return in_flight_ == 0; });
+    cv_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; });
   }
   absl::Status s = inner_->Flush();
   if (s.ok() && ::ftruncate(fd_, static_cast<off_t>(header_bytes_)) != 0) {
     s = Errno("power-cut journal: truncate", journal_path_);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (s.ok()) unflushed_ = 0;
   flushing_ = false;
-  cv_.notify_all();
+  cv_.NotifyAll();
   return s;
 }
 
 std::vector<std::pair<std::string, uint64_t>> PowerCutNamespace::Counters() const {
   std::vector<std::pair<std::string, uint64_t>> c = inner_->Counters();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   c.emplace_back("power_cut_unflushed_writes", unflushed_);
   c.emplace_back("power_cut_journaled_writes", journaled_);
   return c;
@@ -426,14 +426,14 @@ std::vector<std::pair<std::string, uint64_t>> PowerCutNamespace::Counters() cons
 absl::StatusOr<PowerCutReport> PowerCutNamespace::PowerCut(const PowerCutOptions& options) {
   absl::StatusOr<PowerCutReport> r = ApplyPowerCut(journal_path_, options);
   if (r.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     unflushed_ = 0;
   }
   return r;
 }
 
 uint64_t PowerCutNamespace::unflushed_writes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return unflushed_;
 }
 

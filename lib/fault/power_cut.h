@@ -10,11 +10,9 @@
 #ifndef ECD_LIB_STORE_POWER_CUT_H_
 #define ECD_LIB_STORE_POWER_CUT_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "lib/devices/namespace.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -156,13 +155,13 @@ class PowerCutNamespace final : public Namespace {
   const std::string journal_path_;
   const int fd_;  // The journal, O_APPEND.
   const uint64_t header_bytes_;
-  std::mutex flush_mu_;  // One flush at a time.
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int in_flight_ = 0;       // guarded by mu_
-  bool flushing_ = false;   // guarded by mu_
-  uint64_t unflushed_ = 0;  // guarded by mu_
-  uint64_t journaled_ = 0;  // guarded by mu_; records appended since this opened
+  Mutex flush_mu_;  // One flush at a time.
+  mutable Mutex mu_;
+  CondVar cv_;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t unflushed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t journaled_ ABSL_GUARDED_BY(mu_) = 0;  // Records appended since this opened.
 };
 
 // Wraps every namespace `inner` opens in a PowerCutNamespace whose journal is

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/nvme/prp_walker.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 namespace {
@@ -134,7 +135,7 @@ void Controller::RingSubmissionDoorbell() {
 
 void Controller::CompleteNow(uint16_t cid, NvmeStatus status) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     immediate_.emplace_back(cid, status);
     ++stats_.errors[status.Field()];
   }
@@ -179,7 +180,7 @@ void Controller::Start(const SubmissionEntry& e) {
     file_off += r.len;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stats_.data_segments += walk.segments.size();
     stats_.prp_sets += walk.fetch_sets;
   }
@@ -197,7 +198,7 @@ uint8_t* Controller::TranslateData(uint64_t addr, uint64_t len) const {
 
 void Controller::Launch(uint16_t cid, Opcode op, std::vector<IoOp> ops, uint64_t expected) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Inflight f;
     f.cid = cid;
     f.opcode = op;
@@ -210,7 +211,7 @@ void Controller::Launch(uint16_t cid, Opcode op, std::vector<IoOp> ops, uint64_t
   }
   if (absl::Status s = uring_->Submit(ops); !s.ok()) {
     // Submit queues all or nothing; nothing of this command is in flight.
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     inflight_.erase(cid);
     --stats_.in_flight;
     immediate_.emplace_back(cid, Failure(kScInternalError));
@@ -225,7 +226,7 @@ void Controller::ReaperLoop() {
     (void)uring_->Reap(1, &results);
     std::vector<std::pair<uint16_t, NvmeStatus>> done;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       done.swap(immediate_);
       for (const IoResult& r : results) {
         auto it = inflight_.find(static_cast<uint16_t>(r.tag & 0xFFFF));
@@ -254,7 +255,7 @@ void Controller::ReaperLoop() {
 }
 
 void Controller::Post(const std::vector<std::pair<uint16_t, NvmeStatus>>& done) {
-  std::lock_guard<std::mutex> lock(cq_mu_);
+  MutexLock lock(cq_mu_);
   for (const auto& [cid, status] : done) {
     CompletionEntry c;
     c.cid = cid;
@@ -271,7 +272,7 @@ void Controller::Post(const std::vector<std::pair<uint16_t, NvmeStatus>>& done) 
 ControllerStats Controller::stats() const {
   // The ring's lock is held across io_uring_submit: never take it under mu_.
   const UringStats u = uring_->stats();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ControllerStats s = stats_;
   s.fetch = fetcher_->stats();
   s.fixed_io_ops = u.fixed_rw;

@@ -21,7 +21,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,6 +32,7 @@
 #include "lib/nvme/prp_fetch.h"
 #include "lib/nvme/queue.h"
 #include "lib/nvme/uring_queue.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -140,11 +140,11 @@ class Controller {
   CompletionQueue* cq_ = nullptr;
   std::function<void(CompletionQueue&)> interrupt_;
 
-  mutable std::mutex mu_;
-  std::map<uint16_t, Inflight> inflight_;                   // guarded by mu_
-  std::vector<std::pair<uint16_t, NvmeStatus>> immediate_;  // guarded by mu_
-  ControllerStats stats_;                                   // guarded by mu_
-  std::mutex cq_mu_;  // serialises posting and the interrupt handler
+  mutable Mutex mu_;
+  std::map<uint16_t, Inflight> inflight_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<uint16_t, NvmeStatus>> immediate_ ABSL_GUARDED_BY(mu_);
+  ControllerStats stats_ ABSL_GUARDED_BY(mu_);
+  Mutex cq_mu_;  // serialises posting and the interrupt handler
 
   std::atomic<uint32_t> sq_head_{0};  // controller SQ head, reported as SQHD
   std::atomic<bool> stop_{false};

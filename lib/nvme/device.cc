@@ -1,12 +1,11 @@
 // Device: splits namespace I/O into NVMe commands over PRP-described host pages.
 #include "lib/nvme/device.h"
 
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 
 #include "absl/strings/str_format.h"
 #include "lib/nvme/prp_builder.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -72,21 +71,21 @@ class StatusWaiter {
  public:
   Device::Done Callback() {
     return [this](absl::Status s) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       status_ = std::move(s);
       done_ = true;
-      cv_.notify_one();
+      cv_.NotifyOne();
     };
   }
   absl::Status Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
+    MutexLock lock(mu_);
+    cv_.Wait(mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; });
     return status_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
+  Mutex mu_;
+  CondVar cv_;
   bool done_ = false;
   absl::Status status_;
 };
@@ -130,15 +129,16 @@ struct Device::Transfer {
   Done done;
   std::vector<std::unique_ptr<Chunk>> chunks;  // appended by the submitter only
 
-  std::mutex mu;
-  size_t outstanding = 1;    // guarded by mu
-  NvmeStatus first_error;    // guarded by mu
+  Mutex mu;
+  size_t outstanding ABSL_GUARDED_BY(mu) = 1;
+  NvmeStatus first_error ABSL_GUARDED_BY(mu);
   absl::Status local_error;  // a failure before a command could be submitted; submitter only
 
   // Drops one count; the last one reports the call's status.
-  void Release(const std::string& path) {
+  // Not analysed: the last count's holder reads first_error unlocked, as no other thread is left.
+  void Release(const std::string& path) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     {
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       if (--outstanding != 0) return;
     }
     if (!local_error.ok()) {
@@ -211,7 +211,7 @@ void Device::StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t byte
     e.slba = lba + at / lbs;
     e.nlb = static_cast<uint16_t>(p->len / lbs - 1);
     {
-      std::lock_guard<std::mutex> lock(t->mu);
+      MutexLock lock(t->mu);
       ++t->outstanding;
     }
     Transfer::Chunk* raw = p.get();
@@ -226,7 +226,7 @@ void Device::StartTransfer(bool write, uint64_t lba, uint8_t* buf, uint64_t byte
       }
       if (!raw->pages.empty()) memory_->FreePages(raw->pages);  // staged data and list pages
       {
-        std::lock_guard<std::mutex> lock(t->mu);
+        MutexLock lock(t->mu);
         if (!c.status.ok() && t->first_error.ok()) t->first_error = c.status;
       }
       t->Release(path_);

@@ -1,7 +1,6 @@
 // DmaMap: a sorted map of registered regions under a reader/writer lock.
 #include "lib/nvme/dma_map.h"
 
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_format.h"
@@ -16,7 +15,7 @@ absl::Status DmaMap::Register(const void* base, uint64_t len, bool fixed) {
         "and inside the address space",
         len, addr));
   }
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   auto next = regions_.lower_bound(addr);
   const bool overlaps_next = next != regions_.end() && next->first < addr + len;
   const bool overlaps_prev =
@@ -30,7 +29,7 @@ absl::Status DmaMap::Register(const void* base, uint64_t len, bool fixed) {
 }
 
 absl::Status DmaMap::Unregister(const void* base) {
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   if (regions_.erase(reinterpret_cast<uint64_t>(base)) == 0) {
     return absl::NotFoundError(absl::StrFormat("no DMA region is registered at %p", base));
   }
@@ -39,7 +38,7 @@ absl::Status DmaMap::Unregister(const void* base) {
 
 bool DmaMap::Contains(uint64_t addr, uint64_t len) const {
   if (len == 0 || addr + len < addr) return false;
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   auto it = regions_.upper_bound(addr);
   if (it == regions_.begin()) return false;
   --it;                                           // the last region starting at or before addr
@@ -54,13 +53,13 @@ bool DmaMap::Contains(uint64_t addr, uint64_t len) const {
 }
 
 uint64_t DmaMap::regions() const {
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   return regions_.size();
 }
 
 std::vector<iovec> DmaMap::FixedRegions() const {
   std::vector<iovec> out;
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   for (const auto& [base, region] : regions_) {
     // NOLINTNEXTLINE(performance-no-int-to-ptr): host addresses are virtual addresses here
     if (region.fixed) out.push_back(iovec{reinterpret_cast<void*>(base), region.len});

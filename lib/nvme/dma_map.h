@@ -21,10 +21,10 @@
 
 #include <cstdint>
 #include <map>
-#include <shared_mutex>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -55,8 +55,8 @@ class DmaMap {
     uint64_t len;
     bool fixed;
   };
-  mutable std::shared_mutex mu_;
-  std::map<uint64_t, Region> regions_;  // by base address; guarded by mu_
+  mutable SharedMutex mu_;
+  std::map<uint64_t, Region> regions_ ABSL_GUARDED_BY(mu_);  // by base address
 };
 
 // A registration that ends with its owner. Default-constructed or moved-from: nothing.

@@ -3,6 +3,8 @@
 
 #include <future>
 
+#include "lib/util/mutex.h"
+
 namespace ecd::nvme {
 
 Driver::Driver(Controller* controller)
@@ -18,18 +20,20 @@ Driver::Driver(Controller* controller)
 }
 
 Driver::~Driver() {
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [&] { return free_cids_.size() + 1 == sq_.entries(); });
+  MutexLock lock(mu_);
+  idle_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return free_cids_.size() + 1 == sq_.entries();
+  });
 }
 
 uint64_t Driver::outstanding() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return sq_.entries() - 1 - free_cids_.size();
 }
 
 void Driver::Submit(SubmissionEntry e, Callback done) {
-  std::unique_lock<std::mutex> lock(mu_);
-  slot_free_.wait(lock, [&] {
+  MutexLock lock(mu_);
+  slot_free_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     sq_.UpdateHead(sq_head_seen_);
     return !free_cids_.empty() && !sq_.Full();
   });
@@ -58,7 +62,7 @@ void Driver::OnInterrupt(CompletionQueue& cq) {
   }
   cq.RingHeadDoorbell();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [cb, entry] : ready) {
       sq_head_seen_ = entry.sq_head;
       cb = std::move(callbacks_[entry.cid]);
@@ -66,8 +70,8 @@ void Driver::OnInterrupt(CompletionQueue& cq) {
       free_cids_.push_back(entry.cid);
     }
   }
-  slot_free_.notify_all();
-  idle_.notify_all();
+  slot_free_.NotifyAll();
+  idle_.NotifyAll();
   for (auto& [cb, entry] : ready) {
     if (cb) cb(entry);
   }

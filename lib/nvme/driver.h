@@ -6,15 +6,14 @@
 #ifndef ECD_LIB_NVME_DRIVER_H_
 #define ECD_LIB_NVME_DRIVER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <vector>
 
 #include "lib/nvme/command.h"
 #include "lib/nvme/controller.h"
 #include "lib/nvme/queue.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -43,12 +42,12 @@ class Driver {
   SubmissionQueue sq_;
   CompletionQueue cq_;
 
-  mutable std::mutex mu_;
-  std::condition_variable slot_free_;
-  std::condition_variable idle_;
-  std::vector<Callback> callbacks_;  // by cid; guarded by mu_
-  std::vector<uint16_t> free_cids_;  // guarded by mu_
-  uint32_t sq_head_seen_ = 0;        // from the last completion's SQHD; guarded by mu_
+  mutable Mutex mu_;
+  CondVar slot_free_;
+  CondVar idle_;
+  std::vector<Callback> callbacks_ ABSL_GUARDED_BY(mu_);  // by cid
+  std::vector<uint16_t> free_cids_ ABSL_GUARDED_BY(mu_);
+  uint32_t sq_head_seen_ ABSL_GUARDED_BY(mu_) = 0;  // From the last completion's SQHD
 };
 
 }  // namespace ecd::nvme

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -51,7 +52,7 @@ HostMemory::~HostMemory() { munmap(mapping_, mapped_bytes_); }
 uint32_t HostMemory::mps() const { return std::countr_zero(page_size_) - 12; }
 
 uint64_t HostMemory::free_pages() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return free_pages_;
 }
 
@@ -91,7 +92,7 @@ bool HostMemory::TakeLocked(uint64_t n, std::vector<uint64_t>* out) {
 
 absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePages(uint64_t n) {
   std::vector<uint64_t> pages;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (n == 0 || !TakeLocked(n, &pages)) {
     return absl::ResourceExhaustedError(absl::StrFormat(
         "host memory: %u pages wanted, %u of %u free", n, free_pages_, page_count_));
@@ -100,7 +101,7 @@ absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePages(uint64_t n) {
 }
 
 absl::StatusOr<uint64_t> HostMemory::AllocateRun(uint64_t n) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (auto run = FirstFitLocked(n); n > 0 && run != free_runs_.end()) {
     const uint64_t first = run->first;
     TakeFromRunLocked(run, n, nullptr);
@@ -117,8 +118,8 @@ absl::StatusOr<std::vector<uint64_t>> HostMemory::AllocatePagesWait(uint64_t n) 
         page_count_));
   }
   std::vector<uint64_t> pages;
-  std::unique_lock<std::mutex> lock(mu_);
-  freed_.wait(lock, [&] { return TakeLocked(n, &pages); });
+  MutexLock lock(mu_);
+  freed_.Wait(mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return TakeLocked(n, &pages); });
   return pages;
 }
 
@@ -144,18 +145,18 @@ void HostMemory::GiveBackLocked(uint64_t index, uint64_t n) {
 
 void HostMemory::FreePages(absl::Span<const uint64_t> pages) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (uint64_t addr : pages) GiveBackLocked((addr - base_address()) / page_size_, 1);
   }
-  freed_.notify_all();
+  freed_.NotifyAll();
 }
 
 void HostMemory::FreeRun(uint64_t first, uint64_t n) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     GiveBackLocked((first - base_address()) / page_size_, n);
   }
-  freed_.notify_all();
+  freed_.NotifyAll();
 }
 
 uint8_t* HostMemory::Translate(uint64_t addr, uint64_t len) const {

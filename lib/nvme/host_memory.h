@@ -13,16 +13,15 @@
 
 #include <sys/uio.h>
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -78,15 +77,16 @@ class HostMemory {
  private:
   HostMemory(uint8_t* mapping, uint64_t mapped_bytes, uint8_t* base, uint32_t page_size,
              uint64_t page_count);
-  bool TakeLocked(uint64_t n, std::vector<uint64_t>* out);
+  bool TakeLocked(uint64_t n, std::vector<uint64_t>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The first free run of at least n pages, or free_runs_.end(). REQUIRES: mu_ held.
-  std::map<uint64_t, uint64_t>::iterator FirstFitLocked(uint64_t n);
+  std::map<uint64_t, uint64_t>::iterator FirstFitLocked(uint64_t n)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Takes the first n pages of a free run, appending their addresses to `out` unless it is
   // null. REQUIRES: mu_ held, n <= run length.
   void TakeFromRunLocked(std::map<uint64_t, uint64_t>::iterator run, uint64_t n,
-                         std::vector<uint64_t>* out);
+                         std::vector<uint64_t>* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Puts pages [index, index + n) back, merged with free neighbours. REQUIRES: mu_ held.
-  void GiveBackLocked(uint64_t index, uint64_t n);
+  void GiveBackLocked(uint64_t index, uint64_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   uint8_t* const mapping_;  // what mmap returned
   const uint64_t mapped_bytes_;
@@ -94,10 +94,10 @@ class HostMemory {
   const uint32_t page_size_;
   const uint64_t page_count_;
 
-  mutable std::mutex mu_;
-  std::condition_variable freed_;
-  std::map<uint64_t, uint64_t> free_runs_;  // first page index -> run length; guarded by mu_
-  uint64_t free_pages_ = 0;                 // guarded by mu_
+  mutable Mutex mu_;
+  CondVar freed_;
+  std::map<uint64_t, uint64_t> free_runs_ ABSL_GUARDED_BY(mu_);  // First page index -> run length
+  uint64_t free_pages_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ecd::nvme

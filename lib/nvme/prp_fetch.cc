@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 namespace {
@@ -302,7 +303,7 @@ absl::StatusOr<PrpFetchInfo> PrpFetchManager::Begin(uint64_t list_addr, uint64_t
   PrpFetchInfo h;
   std::function<void(const PrpFetchEvent&)> sink;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (free_.empty()) {
       return absl::ResourceExhaustedError(
           absl::StrCat("all ", options_.num_indexes, " PRP buffer indexes are in use"));
@@ -342,7 +343,7 @@ absl::StatusOr<FillDescriptor> PrpFetchManager::Fetch(const PrpFetchInfo& reques
   int target;
   std::function<void(const PrpFetchEvent&)> sink;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     IndexState& s = indexes_[index];
     if (!s.in_use) {
       return absl::InvalidArgumentError(absl::StrCat("prp_index ", index, " is not allocated"));
@@ -383,14 +384,14 @@ absl::StatusOr<FillDescriptor> PrpFetchManager::Fetch(const PrpFetchInfo& reques
 
 void PrpFetchManager::Consumed(uint16_t prp_index, int buffer) {
   if (prp_index >= options_.num_indexes || (buffer != kPing && buffer != kPong)) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   IndexState& s = indexes_[prp_index];
   if (s.in_use) s.unconsumed[buffer] = false;
 }
 
 void PrpFetchManager::Release(uint16_t prp_index) {
   if (prp_index >= options_.num_indexes) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   IndexState& s = indexes_[prp_index];
   if (!s.in_use) return;
   s.in_use = false;
@@ -402,7 +403,7 @@ void PrpFetchManager::Release(uint16_t prp_index) {
 
 absl::Span<const uint64_t> PrpFetchManager::Entries(uint16_t prp_index, int buffer) const {
   if (prp_index >= options_.num_indexes || (buffer != kPing && buffer != kPong)) return {};
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const IndexState& s = indexes_[prp_index];
   if (!s.in_use) return {};
   return absl::MakeConstSpan(s.entries[buffer].data(), s.header[buffer].valid_entries);
@@ -410,19 +411,19 @@ absl::Span<const uint64_t> PrpFetchManager::Entries(uint16_t prp_index, int buff
 
 PrpFetchInfo PrpFetchManager::Header(uint16_t prp_index, int buffer) const {
   if (prp_index >= options_.num_indexes || (buffer != kPing && buffer != kPong)) return {};
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const IndexState& s = indexes_[prp_index];
   if (!s.in_use) return {};
   return s.header[buffer];
 }
 
 PrpFetchManager::Stats PrpFetchManager::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 void PrpFetchManager::set_event_sink(std::function<void(const PrpFetchEvent&)> sink) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sink_ = std::move(sink);
 }
 

@@ -39,7 +39,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <vector>
 
@@ -47,6 +46,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "lib/nvme/command.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -208,18 +208,19 @@ class PrpFetchManager {
 
   // Fetches the next up-to-B entries of `s` into `buffer`, records the set and returns its
   // header. REQUIRES: mu_ held, s.desc_rem > 0, `buffer` holds no unconsumed set.
-  PrpFetchInfo FillSet(IndexState& s, uint16_t prp_index, int buffer);
+  PrpFetchInfo FillSet(IndexState& s, uint16_t prp_index, int buffer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const PrpFetchOptions options_;
   const int entries_per_buffer_;
   const HostReader reader_;
 
-  mutable std::mutex mu_;
-  std::vector<IndexState> indexes_;                 // guarded by mu_; sized once in the constructor
-  std::set<uint16_t> free_;                         // guarded by mu_
-  Stats stats_;                                     // guarded by mu_
-  std::function<void(const PrpFetchEvent&)> sink_;  // guarded by mu_
-  std::vector<uint8_t> read_buf_;  // guarded by mu_; (B+1)*8 bytes of list slots per read
+  mutable Mutex mu_;
+  std::vector<IndexState> indexes_ ABSL_GUARDED_BY(mu_);  // Sized once in the constructor
+  std::set<uint16_t> free_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const PrpFetchEvent&)> sink_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint8_t> read_buf_ ABSL_GUARDED_BY(mu_);  // (B+1)*8 bytes of list slots per read
 };
 
 }  // namespace ecd::nvme

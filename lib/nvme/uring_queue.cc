@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 namespace {
@@ -131,10 +132,12 @@ UringQueue::UringQueue(std::string path, int fd, bool direct, uint32_t depth)
 
 UringQueue::~UringQueue() {
   if (ring_ready_) {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueMutexLock lock(mu_);
     // Buffers of in-kernel ops belong to the caller, who may free them right after this returns.
-    (void)WaitLocked(lock, [this] { return free_.size() == depth_ && !nop_in_kernel_; });
-    lock.unlock();
+    (void)WaitLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return free_.size() == depth_ && !nop_in_kernel_;
+    });
+    lock.Unlock();
     io_uring_queue_exit(&ring_);
   }
   ::close(fd_);
@@ -245,22 +248,22 @@ void UringQueue::DrainLocked() {
 }
 
 template <typename Pred>
-absl::Status UringQueue::WaitLocked(std::unique_lock<std::mutex>& lock, Pred done) {
+absl::Status UringQueue::WaitLocked(Pred done) {
   for (;;) {
     if (!waiter_active_) DrainLocked();
     if (absl::Status s = FlushLocked(); !s.ok()) return s;
     if (done()) return absl::OkStatus();
     if (waiter_active_) {
-      cv_.wait(lock);
+      cv_.Wait(mu_);
       continue;
     }
     waiter_active_ = true;
-    lock.unlock();
+    mu_.Unlock();
     const int rc = io_uring_enter(ring_.ring_fd, 0, 1, IORING_ENTER_GETEVENTS, nullptr);
-    lock.lock();
+    mu_.Lock();
     waiter_active_ = false;
     DrainLocked();
-    cv_.notify_all();
+    cv_.NotifyAll();
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
       return RingError(rc, "io_uring_enter (wait)", path_);
     }
@@ -287,7 +290,7 @@ absl::Status UringQueue::Submit(absl::Span<const IoOp> ops) {
     }
   }
 
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t queued = 0;
   auto annotate = [&](const absl::Status& s) {
     return absl::Status(
@@ -295,7 +298,9 @@ absl::Status UringQueue::Submit(absl::Span<const IoOp> ops) {
   };
   while (queued < ops.size()) {
     if (free_.empty()) {
-      if (absl::Status s = WaitLocked(lock, [this] { return !free_.empty(); }); !s.ok()) {
+      if (absl::Status s =
+              WaitLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_.empty(); });
+          !s.ok()) {
         return annotate(s);
       }
     }
@@ -314,9 +319,10 @@ absl::Status UringQueue::Submit(absl::Span<const IoOp> ops) {
 }
 
 absl::Status UringQueue::Reap(size_t min_results, std::vector<IoResult>* out) {
-  std::unique_lock<std::mutex> lock(mu_);
-  absl::Status s =
-      WaitLocked(lock, [&] { return completed_.size() >= min_results || wake_pending_; });
+  MutexLock lock(mu_);
+  absl::Status s = WaitLocked([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return completed_.size() >= min_results || wake_pending_;
+  });
   wake_pending_ = false;
   out->insert(out->end(), completed_.begin(), completed_.end());
   completed_.clear();
@@ -324,7 +330,7 @@ absl::Status UringQueue::Reap(size_t min_results, std::vector<IoResult>* out) {
 }
 
 void UringQueue::Wake() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   wake_pending_ = true;
   if (waiter_active_ && !nop_in_kernel_) {
     // The waiter sleeps in the kernel until a CQE arrives; a NOP provides one.
@@ -335,16 +341,16 @@ void UringQueue::Wake() {
       (void)FlushLocked();
     }
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 size_t UringQueue::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return (depth_ - free_.size()) + completed_.size();
 }
 
 UringStats UringQueue::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::nvme {
 
@@ -147,15 +148,15 @@ class UringQueue {
 
   int FindBuffer(const uint8_t* buf, uint32_t len) const;
   // Fills an SQE for the remaining piece of slot `slot`. REQUIRES: mu_ held, SQ has room.
-  void PrepareLocked(uint32_t slot);
+  void PrepareLocked(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hands every prepared SQE to the kernel. REQUIRES: mu_ held.
-  absl::Status FlushLocked();
+  absl::Status FlushLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Consumes every CQE in the CQ ring, finishing or resubmitting ops. REQUIRES: mu_ held and no
   // other thread waiting in the kernel (waiter_active_ false or the caller is that waiter).
-  void DrainLocked();
+  void DrainLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Blocks (releasing mu_ while asleep) until done() is true; done() is evaluated under mu_.
   template <typename Pred>
-  absl::Status WaitLocked(std::unique_lock<std::mutex>& lock, Pred done);
+  absl::Status WaitLocked(Pred done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   const int fd_;
@@ -167,17 +168,17 @@ class UringQueue {
   io_uring ring_{};
   bool ring_ready_ = false;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;      // Signalled when the CQ was drained or Wake was called.
-  std::vector<Slot> slots_;         // GUARDED_BY(mu_); queue_depth entries.
-  std::vector<uint32_t> free_;      // GUARDED_BY(mu_); indexes of unused slots.
-  std::deque<IoResult> completed_;  // GUARDED_BY(mu_); finished, not yet reaped.
-  // GUARDED_BY(mu_): a thread is blocked in io_uring_enter waiting for CQEs; only it may consume
+  mutable Mutex mu_;
+  CondVar cv_;  // Signalled when the CQ was drained or Wake was called.
+  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);         // queue_depth entries.
+  std::vector<uint32_t> free_ ABSL_GUARDED_BY(mu_);      // indexes of unused slots.
+  std::deque<IoResult> completed_ ABSL_GUARDED_BY(mu_);  // finished, not yet reaped.
+  // A thread is blocked in io_uring_enter waiting for CQEs; only it may consume
   // CQEs until it takes mu_ back, so CQEs that arrive meanwhile do wake it.
-  bool waiter_active_ = false;
-  bool wake_pending_ = false;   // GUARDED_BY(mu_)
-  bool nop_in_kernel_ = false;  // GUARDED_BY(mu_): the Wake NOP has not completed yet.
-  UringStats stats_;            // GUARDED_BY(mu_)
+  bool waiter_active_ ABSL_GUARDED_BY(mu_) = false;
+  bool wake_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool nop_in_kernel_ ABSL_GUARDED_BY(mu_) = false;  // The Wake NOP has not completed yet.
+  UringStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ecd::nvme

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -14,7 +15,7 @@ RecordKeeper::RecordKeeper(Hooks hooks, uint64_t next_seq)
 RecordKeeper::~RecordKeeper() = default;
 
 void RecordKeeper::SetLog(uint32_t device, std::shared_ptr<RecordLog> log) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (log == nullptr) {
     logs_.erase(device);
   } else {
@@ -23,7 +24,7 @@ void RecordKeeper::SetLog(uint32_t device, std::shared_ptr<RecordLog> log) {
 }
 
 std::shared_ptr<RecordLog> RecordKeeper::log(uint32_t device) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = logs_.find(device);
   return it == logs_.end() ? nullptr : it->second;
 }
@@ -33,12 +34,12 @@ uint64_t RecordKeeper::CommittedThroughLocked() const {
 }
 
 uint64_t RecordKeeper::committed_through() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return CommittedThroughLocked();
 }
 
 uint64_t RecordKeeper::max_seq() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return next_seq_ - 1;
 }
 
@@ -55,7 +56,7 @@ absl::Status RecordKeeper::Snapshot(uint32_t device) {
 absl::Status RecordKeeper::SnapshotLocked(uint32_t device, const std::shared_ptr<RecordLog>& log) {
   uint64_t mark;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     mark = next_seq_ - 1;
   }
   auto source = [&](PageBuilder& page, const std::function<absl::Status()>& page_full) {
@@ -99,7 +100,7 @@ absl::Status RecordKeeper::CloseClean() {
   std::map<uint32_t, std::shared_ptr<RecordLog>> logs;
   uint64_t mark;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     logs = logs_;
     mark = CommittedThroughLocked();
   }
@@ -115,7 +116,7 @@ absl::Status RecordKeeper::MarkRunning(uint32_t device) {
   std::shared_ptr<RecordLog> log;
   uint64_t mark;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = logs_.find(device);
     if (it == logs_.end()) return absl::OkStatus();
     log = it->second;
@@ -213,7 +214,7 @@ absl::Status RecordKeeper::Op::Write(std::vector<bool>& touched) {
     }
     uint64_t mark;
     {
-      std::lock_guard lock(keeper_.mu_);
+      MutexLock lock(keeper_.mu_);
       seq_ = keeper_.next_seq_++;
       keeper_.in_flight_.insert(seq_);
       mark = keeper_.CommittedThroughLocked();
@@ -249,7 +250,7 @@ absl::Status RecordKeeper::Op::SnapshotForRoom(uint32_t device, uint32_t pages) 
 void RecordKeeper::Op::Resolve() {
   resolved_ = true;
   {
-    std::lock_guard lock(keeper_.mu_);
+    MutexLock lock(keeper_.mu_);
     keeper_.in_flight_.erase(seq_);
   }
   if (gate_.owns_lock()) gate_.unlock();

@@ -20,6 +20,7 @@
 #include "lib/catalog/catalog.h"
 #include "lib/records/block_record.h"
 #include "lib/records/record_log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -146,7 +147,7 @@ class RecordKeeper {
   // Held shared by an operation from the write of its records until it is resolved, and
   // exclusively by a snapshot, which must see no unresolved records.
   std::shared_mutex gate_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::map<uint32_t, std::shared_ptr<RecordLog>> logs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_);
   std::set<uint64_t> in_flight_ ABSL_GUARDED_BY(mu_);

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -48,7 +49,7 @@ absl::StatusOr<std::unique_ptr<RecordLog>> RecordLog::Create(std::shared_ptr<Nam
   if (log->pages_per_half() < 16) {
     return absl::InvalidArgumentError("a record log needs at least 34 pages");
   }
-  std::lock_guard lock(log->mu_);
+  MutexLock lock(log->mu_);
   // Half 1 current at generation 0 and nothing in it: the snapshot below goes to half 0.
   log->checkpoint_ = {
       .store_id = store_id, .device = device, .counter = 0, .generation = 0, .half = 1};
@@ -83,7 +84,7 @@ absl::StatusOr<std::unique_ptr<RecordLog>> RecordLog::Open(std::shared_ptr<Names
         absl::StrCat("its record log belongs to store ", best->store_id, " device ", best->device,
                      ", not store ", store_id, " device ", device));
   }
-  std::lock_guard lock(log->mu_);
+  MutexLock lock(log->mu_);
   log->checkpoint_ = *best;
   log->next_page_ = std::min(best->next_page, log->pages_per_half());
   log->opened_ = {best->clean, best->committed_through, best->max_seq};
@@ -113,31 +114,31 @@ absl::Status RecordLog::ScanTail(uint32_t from) {
 }
 
 std::string RecordLog::DescribeUse() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return absl::StrCat(checkpoint_.snapshot_pages, " snapshot pages, ",
                       next_page_ - std::min(next_page_, checkpoint_.snapshot_pages), " appended, ",
                       promised_, " promised, of ", pages_per_half(), " pages per half");
 }
 
 uint32_t RecordLog::room_after_snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return pages_per_half() - std::min(pages_per_half(), checkpoint_.snapshot_pages);
 }
 
 uint32_t RecordLog::free_pages() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return pages_per_half() - next_page_ - promised_;
 }
 
 bool RecordLog::Reserve(uint32_t pages) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (pages_per_half() - next_page_ - promised_ < pages) return false;
   promised_ += pages;
   return true;
 }
 
 void RecordLog::Unreserve(uint32_t pages) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   promised_ -= pages;
 }
 
@@ -145,7 +146,7 @@ absl::Status RecordLog::Append(const std::vector<PageBuilder*>& pages, uint64_t 
                                uint32_t unused) {
   std::vector<std::pair<uint64_t, std::vector<uint8_t>>> encoded;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     promised_ -= static_cast<uint32_t>(pages.size()) + unused;
     for (PageBuilder* p : pages) {
       const uint32_t index = next_page_++;
@@ -165,7 +166,7 @@ absl::Status RecordLog::Append(const std::vector<PageBuilder*>& pages, uint64_t 
 
 absl::Status RecordLog::Snapshot(const PageSource& source, uint64_t committed_through,
                                  uint64_t max_seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const uint32_t half = checkpoint_.half ^ 1;
   const uint64_t generation = checkpoint_.generation + 1;
   uint32_t index = 0;
@@ -203,7 +204,7 @@ absl::Status RecordLog::Snapshot(const PageSource& source, uint64_t committed_th
 }
 
 absl::Status RecordLog::WriteCheckpoint(bool clean, uint64_t committed_through, uint64_t max_seq) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return WriteCheckpointLocked(clean, committed_through, max_seq);
 }
 
@@ -227,7 +228,7 @@ absl::Status RecordLog::WriteCheckpointLocked(bool clean, uint64_t committed_thr
 absl::StatusOr<RecordSet> RecordLog::ReadAll(uint64_t& committed_through, uint64_t& bad_pages) {
   Checkpoint c;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     c = checkpoint_;
   }
   RecordSet out;

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "lib/devices/namespace.h"
 #include "lib/records/block_record.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -120,7 +120,7 @@ class RecordLog {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the appended pages of the current half from `from` on: their marks, and where
   // appends go on.
-  absl::Status ScanTail(uint32_t from);
+  absl::Status ScanTail(uint32_t from) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<Namespace> ns_;
   const RecordLogPlace place_;
@@ -128,7 +128,7 @@ class RecordLog {
   const uint32_t device_;
   RecordLogState opened_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   Checkpoint checkpoint_ ABSL_GUARDED_BY(mu_);  // The current one.
   uint32_t next_page_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t promised_ ABSL_GUARDED_BY(mu_) = 0;

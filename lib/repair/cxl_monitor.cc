@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/cxl/event_drain.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -64,17 +65,20 @@ absl::StatusOr<std::unique_ptr<CxlMonitor>> CxlMonitor::Create(EventPolicy* poli
     CxlMonitor* self = m.get();
     (*d)->SetInterruptHandler([self, id](cxl::EventLog) {
       {
-        std::lock_guard<std::mutex> lock(self->mu_);
+        MutexLock lock(self->mu_);
         self->pending_.insert(id);
         ++self->stats_.interrupts;
       }
-      self->wake_.notify_all();
+      self->wake_.NotifyAll();
     });
     m->devices_.push_back(*std::move(d));
   }
-  m->stats_.overflows_by_device.assign(device_count, 0);
-  m->stats_.overflowed_records_by_device.assign(device_count, 0);
-  m->stats_.decode_errors_by_device.assign(device_count, 0);
+  {
+    MutexLock lock(m->mu_);  // The devices' interrupt handlers are set: they may run already.
+    m->stats_.overflows_by_device.assign(device_count, 0);
+    m->stats_.overflowed_records_by_device.assign(device_count, 0);
+    m->stats_.decode_errors_by_device.assign(device_count, 0);
+  }
   m->thread_ = std::thread([self = m.get()] { self->Loop(); });
   return m;
 }
@@ -84,10 +88,10 @@ CxlMonitor::CxlMonitor(EventPolicy* policy, const CxlMonitorOptions& options)
 
 CxlMonitor::~CxlMonitor() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (thread_.joinable()) thread_.join();
   for (auto& d : devices_) d->SetInterruptHandler(nullptr);
 }
@@ -97,30 +101,33 @@ cxl::EventLogDevice* CxlMonitor::device(uint32_t id) {
 }
 
 CxlMonitorStats CxlMonitor::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 void CxlMonitor::DrainNow() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++drain_requests_;
   const uint64_t target = generation_ + 1;
-  wake_.notify_all();
-  drained_.wait(lock, [&] { return generation_ >= target || stop_; });
+  wake_.NotifyAll();
+  drained_.Wait(
+      mu_, [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return generation_ >= target || stop_; });
 }
 
 void CxlMonitor::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueMutexLock lock(mu_);
   absl::Time next_poll = absl::Now() + options_.poll_interval;
   while (!stop_) {
     const bool polling = options_.poll_interval > absl::ZeroDuration();
-    auto ready = [&] { return stop_ || !pending_.empty() || drain_requests_ > 0; };
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stop_ || !pending_.empty() || drain_requests_ > 0;
+    };
     if (polling) {
-      wake_.wait_for(
-          lock, absl::ToChronoMilliseconds(std::max(absl::ZeroDuration(), next_poll - absl::Now())),
+      wake_.WaitFor(
+          mu_, absl::ToChronoMilliseconds(std::max(absl::ZeroDuration(), next_poll - absl::Now())),
           ready);
     } else {
-      wake_.wait(lock, ready);
+      wake_.Wait(mu_, ready);
     }
     if (stop_) break;
     const bool full = drain_requests_ > 0 || (polling && absl::Now() >= next_poll);
@@ -132,17 +139,17 @@ void CxlMonitor::Loop() {
       todo.swap(pending_);
     }
     const uint64_t requests = drain_requests_;
-    lock.unlock();
+    lock.Unlock();
     for (uint32_t id : todo) DrainDevice(id);
-    lock.lock();
+    lock.Lock();
     if (full) {
       for (uint32_t id : todo) pending_.erase(id);
       drain_requests_ -= requests;
       ++generation_;
-      drained_.notify_all();
+      drained_.NotifyAll();
     }
   }
-  drained_.notify_all();
+  drained_.NotifyAll();
 }
 
 void CxlMonitor::DrainDevice(uint32_t id) {
@@ -155,7 +162,7 @@ void CxlMonitor::DrainDevice(uint32_t id) {
         if (!rec.ok()) {
           Log(LogLevel::kWarning, "device %d %s log: undecodable CXL record: %s", id,
               cxl::EventLogName(log), rec.status().message());
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           ++stats_.decode_errors;
           ++stats_.decode_errors_by_device[id];
           return;
@@ -168,7 +175,7 @@ void CxlMonitor::DrainDevice(uint32_t id) {
               id, LabelValue(cxl::EventLogName(log)),
               LabelValue(cxl::RecordKindName(cxl::KindOf(*rec))),
               LabelValue(cxl::SeverityName(cxl::HeaderOf(*rec).severity()))};
-          std::lock_guard<std::mutex> lock(mu_);
+          MutexLock lock(mu_);
           ++stats_.records;
           ++stats_.records_by[std::move(key)];
         }
@@ -178,14 +185,14 @@ void CxlMonitor::DrainDevice(uint32_t id) {
         Log(LogLevel::kWarning,
             "device %d %s log overflowed: %d records lost (first at %d ns, last at %d ns)", id,
             cxl::EventLogName(o.log), o.overflow_count, o.first_overflow_ts, o.last_overflow_ts);
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.overflows;
         ++stats_.overflows_by_device[id];
         stats_.overflowed_records += o.overflow_count;
         stats_.overflowed_records_by_device[id] += o.overflow_count;
       });
   absl::StatusOr<uint64_t> n = drainer.DrainAll();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.drains;
   if (!n.ok()) {
     ++stats_.drain_errors;

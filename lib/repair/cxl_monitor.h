@@ -7,11 +7,9 @@
 #ifndef ECD_LIB_REPAIR_CXL_MONITOR_H_
 #define ECD_LIB_REPAIR_CXL_MONITOR_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -22,6 +20,7 @@
 #include "lib/cxl/event_log.h"
 #include "lib/cxl/event_record.h"
 #include "lib/repair/event_policy.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -79,14 +78,14 @@ class CxlMonitor {
   const CxlMonitorOptions options_;
   std::vector<std::unique_ptr<cxl::EventLogDevice>> devices_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::condition_variable drained_;
-  std::set<uint32_t> pending_;   // devices that raised an interrupt; guarded by mu_
-  uint64_t drain_requests_ = 0;  // DrainNow calls not yet served; guarded by mu_
-  uint64_t generation_ = 0;      // completed full drains; guarded by mu_
-  bool stop_ = false;            // guarded by mu_
-  CxlMonitorStats stats_;        // guarded by mu_
+  mutable Mutex mu_;
+  CondVar wake_;
+  CondVar drained_;
+  std::set<uint32_t> pending_ ABSL_GUARDED_BY(mu_);   // Devices that raised an interrupt
+  uint64_t drain_requests_ ABSL_GUARDED_BY(mu_) = 0;  // DrainNow calls not yet served
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;      // Completed full drains
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  CxlMonitorStats stats_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "lib/store/store_admin.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -85,7 +86,7 @@ std::pair<PolicyAction, std::string> EventPolicy::Decide(const HealthEvent& e) c
 PolicyAction EventPolicy::Handle(const HealthEvent& e) {
   auto [action, why] = Decide(e);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++counters_[PolicyActionName(action)];
   }
   const std::string reason = absl::StrCat("CXL: ", why, ": ", e.description);
@@ -129,7 +130,7 @@ PolicyAction EventPolicy::Handle(const HealthEvent& e) {
 }
 
 std::map<std::string, uint64_t> EventPolicy::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return counters_;
 }
 

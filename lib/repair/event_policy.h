@@ -19,12 +19,12 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "lib/repair/repair_planner.h"
 #include "lib/store/store.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -87,8 +87,8 @@ class EventPolicy {
   store::Store* const store_;
   RepairPlanner* const rebuilds_;
   const EventPolicyOptions options_;
-  mutable std::mutex mu_;
-  std::map<std::string, uint64_t> counters_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, uint64_t> counters_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ecd::repair

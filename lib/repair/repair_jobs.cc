@@ -10,6 +10,7 @@
 #include "lib/repair/repair_planner.h"
 #include "lib/store/store_admin.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -101,7 +102,7 @@ void RepairPlanner::ResumeMediaRanges() {
 
 uint64_t RepairPlanner::Submit(const RebuildSpec& spec) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [existing, job] : jobs_) {
       if ((job.state == RebuildState::kQueued || job.state == RebuildState::kRunning) &&
           SameWork(job.spec, spec)) {
@@ -124,7 +125,7 @@ uint64_t RepairPlanner::Submit(const RebuildSpec& spec) {
   }
   uint64_t id;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     id = next_id_++;
     RebuildJob job;
     job.id = id;
@@ -144,7 +145,7 @@ uint64_t RepairPlanner::Submit(const RebuildSpec& spec) {
     if (!error.empty()) FinishLocked(id, error);
     dirty_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   return id;
 }
 
@@ -179,11 +180,11 @@ void RepairPlanner::FinishLocked(uint64_t id, const std::string& error) {
     jobs_.erase(finished_.front());
     finished_.pop_front();
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 std::vector<RebuildJob> RepairPlanner::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<RebuildJob> out;
   for (const auto& [id, job] : jobs_) out.push_back(job);
   std::sort(out.begin(), out.end(), [](const RebuildJob& a, const RebuildJob& b) {
@@ -198,14 +199,14 @@ std::vector<RebuildJob> RepairPlanner::List() const {
 }
 
 std::optional<RebuildJob> RepairPlanner::Get(uint64_t id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return std::nullopt;
   return it->second;
 }
 
 RebuildStats RepairPlanner::Stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RebuildStats out;
   out.finished = finished_counts_;
   out.bytes_moved = status_.bytes_repaired;
@@ -297,7 +298,7 @@ void RepairPlanner::CreditJobsLocked(int64_t device, const RecoverProgress& p) {
 void RepairPlanner::RunObjectJob(uint64_t id) {
   std::string name;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     RebuildJob& job = jobs_[id];
     job.state = RebuildState::kRunning;
     job.started = absl::Now();
@@ -306,14 +307,14 @@ void RepairPlanner::RunObjectJob(uint64_t id) {
   }
   absl::StatusOr<RecoverProgress> p =
       RecoverPaced(name, RecoverOptions{}, [&](const RecoverProgress& now) {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         RebuildJob& job = jobs_[id];
         job.blocks_checked = now.blocks_checked;
         job.blocks_moved = now.blocks_rebuilt;
         job.bytes_moved = now.bytes_rebuilt;
         status_.last_progress = absl::Now();
       });
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   RebuildJob& job = jobs_[id];
   job.objects_done = 1;
   if (p.ok()) {

@@ -11,6 +11,7 @@
 #include "lib/repair/repair_plan.h"
 #include "lib/store/store_admin.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -55,30 +56,30 @@ RepairPlanner::RepairPlanner(store::Store* store, const RepairPlannerOptions& op
 RepairPlanner::~RepairPlanner() {
   store_->admin().SetRepairListener(nullptr);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   worker_.join();
 }
 
 void RepairPlanner::Changed() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dirty_ = true;
     ClearSkippedLocked();  // a change (a device back, replaced or added) may give room
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 absl::Status RepairPlanner::SetPaused(bool paused) {
   if (absl::Status s = store_->admin().SetMeta(kPausedKey, paused ? "1" : "0"); !s.ok()) return s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     paused_ = paused;
   }
   Log(LogLevel::kInfo, "repair %s", paused ? "paused" : "resumed");
-  changed_.notify_all();
+  changed_.NotifyAll();
   return absl::OkStatus();
 }
 
@@ -86,19 +87,19 @@ absl::Status RepairPlanner::SetRate(uint64_t bytes_per_sec) {
   if (absl::Status s = store_->admin().SetMeta(kRateKey, absl::StrCat(bytes_per_sec)); !s.ok())
     return s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     rate_ = bytes_per_sec;
     paced_bytes_ = 0;
     pace_start_ = absl::Now();
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
   return absl::OkStatus();
 }
 
 RepairStatus RepairPlanner::Status() const {
   // Objects stored and deleted since the last plan count at once: the store keeps the totals.
   const std::map<uint32_t, uint64_t> totals = store_->Stats().stripes_by_parity;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   census_totals_ = totals;
   RecountLocked();
   RepairStatus out = status_;
@@ -121,18 +122,20 @@ std::optional<absl::Duration> RepairPlanner::EtaLocked() const {
 }
 
 bool RepairPlanner::WaitIdle(absl::Duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return changed_.wait_for(lock, absl::ToChronoMilliseconds(timeout), [&] {
-    if (dirty_ || planning_ || !queue_.empty() || in_batch_ > 0) return false;
-    for (const auto& [id, job] : jobs_) {
-      if (job.state == RebuildState::kQueued || job.state == RebuildState::kRunning) return false;
-    }
-    return true;
-  });
+  MutexLock lock(mu_);
+  return changed_.WaitFor(
+      mu_, absl::ToChronoMilliseconds(timeout), [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (dirty_ || planning_ || !queue_.empty() || in_batch_ > 0) return false;
+        for (const auto& [id, job] : jobs_) {
+          if (job.state == RebuildState::kQueued || job.state == RebuildState::kRunning)
+            return false;
+        }
+        return true;
+      });
 }
 
 void RepairPlanner::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueMutexLock lock(mu_);
   while (!stop_) {
     const absl::Time now = absl::Now();
     if (!skipped_.empty() && now >= retry_at_) {
@@ -143,41 +146,41 @@ void RepairPlanner::Loop() {
     const bool runnable = !paused_ && (!queue_.empty() || NextObjectJobLocked() != 0);
     const absl::Time wake = NextDeadlineLocked(now);
     if (!plan && !runnable && now < wake) {
-      changed_.wait_for(lock, absl::ToChronoMilliseconds(std::min(wake - now, absl::Seconds(60))));
+      changed_.WaitFor(mu_, absl::ToChronoMilliseconds(std::min(wake - now, absl::Seconds(60))));
       continue;
     }
     const bool paused = paused_;
-    lock.unlock();
+    lock.Unlock();
     // Paused is Ceph's noout: down devices stay down however long the pause lasts.
     const size_t failed = paused ? 0 : FailDownDevices();
     if (failed + store_->admin().DownDevicesWithFailingWrites().size() > 0) {
-      lock.lock();
+      lock.Lock();
       dirty_ = true;
-      lock.unlock();
+      lock.Unlock();
     }
-    lock.lock();
+    lock.Lock();
     if (dirty_ && absl::Now() >= plan_retry_at_) {
       dirty_ = false;
       planning_ = true;
-      lock.unlock();
+      lock.Unlock();
       Plan();
-      lock.lock();
+      lock.Lock();
       planning_ = false;
-      changed_.notify_all();
+      changed_.NotifyAll();
       continue;
     }
     if (paused_) continue;
     if (!queue_.empty()) {
-      lock.unlock();
+      lock.Unlock();
       RunBatch();
       YieldToClients();
-      lock.lock();
+      lock.Lock();
     } else if (const uint64_t id = NextObjectJobLocked(); id != 0) {
-      lock.unlock();
+      lock.Unlock();
       RunObjectJob(id);
-      lock.lock();
+      lock.Lock();
     }
-    changed_.notify_all();
+    changed_.NotifyAll();
   }
 }
 
@@ -222,7 +225,7 @@ void RepairPlanner::Plan() {
   std::map<std::pair<int64_t, uint64_t>, bool> skipped;
   uint64_t first_unseen_job;  // jobs from here on were queued after the devices were read
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     first_unseen_job = next_id_;
     media = ranges_;
     skipped = skipped_;
@@ -235,7 +238,7 @@ void RepairPlanner::Plan() {
   absl::Status read = ReadRisks(devices, media, skipped, f);
   if (!read.ok()) {
     Log(LogLevel::kError, "repair: cannot plan: %s; trying again in 5 s", read.message());
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     dirty_ = true;
     plan_retry_at_ = absl::Now() + absl::Seconds(5);
     return;
@@ -257,7 +260,7 @@ void RepairPlanner::Plan() {
   const std::map<uint32_t, uint64_t> totals = store_->Stats().stripes_by_parity;
   std::vector<std::string> finished_media;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     queue_ = std::move(f.queue);
     down_ = std::move(down);
     status_.stripes_waiting = f.waiting;
@@ -379,7 +382,7 @@ void RepairPlanner::RunBatch() {
   std::vector<Work> batch;
   std::vector<DeviceRange> media;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const Work& head = queue_.front();
     // Under a rate limit a batch is at most about a quarter second of work, so that the
     // limiter spreads the work rather than letting whole batches through.
@@ -421,7 +424,7 @@ absl::StatusOr<RecoverProgress> RepairPlanner::RecoverPaced(
     const std::string& name, RecoverOptions options,
     const std::function<void(const RecoverProgress&)>& progress) {
   options.cancelled = [this] {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return stop_;
   };
   uint64_t reported = 0;
@@ -438,7 +441,7 @@ absl::StatusOr<RecoverProgress> RepairPlanner::RecoverPaced(
 void RepairPlanner::Pace(uint64_t bytes) {
   absl::Duration delay;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     paced_bytes_ += bytes;
     if (rate_ == 0) return;
     const absl::Time now = absl::Now();
@@ -453,7 +456,7 @@ void RepairPlanner::Pace(uint64_t bytes) {
 
 void RepairPlanner::Finished(const std::vector<Work>& batch,
                              const absl::StatusOr<RecoverProgress>& p) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   in_batch_ = 0;
   const Work& head = batch.front();
   if (!p.ok()) {

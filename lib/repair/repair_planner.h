@@ -13,12 +13,10 @@
 #ifndef ECD_LIB_REPAIR_REPAIR_PLANNER_H_
 #define ECD_LIB_REPAIR_REPAIR_PLANNER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -27,6 +25,7 @@
 
 #include "absl/time/time.h"
 #include "lib/store/store.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -157,11 +156,13 @@ class RepairPlanner {
  private:
   struct Work;  // one stripe to repair
   void Loop();
-  // Queues again the media ranges a previous run had not finished (catalog meta).
-  void ResumeMediaRanges();
+  // Queues again the media ranges a previous run had not finished (catalog meta). Not analysed:
+  // the constructor calls it before the worker thread starts, without the lock.
+  void ResumeMediaRanges() ABSL_NO_THREAD_SAFETY_ANALYSIS;
   // When the worker must wake without being told: a stall's retry, a down device's delay.
-  absl::Time NextDeadlineLocked(absl::Time now) const;
-  uint64_t NextObjectJobLocked() const;  // a queued repair-object job, or 0
+  absl::Time NextDeadlineLocked(absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t NextObjectJobLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // a queued repair-object job, or 0
   // Fails the devices down for longer than the delay; returns how many.
   size_t FailDownDevices();
   struct Findings;  // what one plan found
@@ -177,22 +178,26 @@ class RepairPlanner {
   static void Assess(const store::StripeRows& r, const std::vector<store::DeviceRecord>& devices,
                      const std::vector<store::DeviceRange>& media,
                      const std::map<std::pair<int64_t, uint64_t>, bool>& skipped, Findings& f);
-  void RecountLocked() const;  // status_.stripes_by_redundancy from the census
+  void RecountLocked() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // status_.stripes_by_redundancy from the census
   // Ends the jobs whose work is done; the meta keys of finished media ranges go to
   // `finished_media`, to be deleted once the lock is released.
   void UpdateJobsLocked(const std::vector<store::DeviceRecord>& devices,
                         const std::vector<store::DeviceRange>& media, const Findings& f,
-                        uint64_t first_unseen_job, std::vector<std::string>& finished_media);
+                        uint64_t first_unseen_job, std::vector<std::string>& finished_media)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sets a failed batch's stripes aside (lost, for DataLoss) until a device change or the
   // retry, so that one stripe that cannot be repaired does not hold up the others.
-  void SetAsideLocked(const std::vector<Work>& batch, const absl::Status& status);
-  void ClearSkippedLocked();
+  void SetAsideLocked(const std::vector<Work>& batch, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ClearSkippedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Repairs the stripes at the head of the queue that share its object and risk.
   void RunBatch();
   void Finished(const std::vector<Work>& batch, const absl::StatusOr<store::RecoverProgress>& p);
   void RunObjectJob(uint64_t id);
   // Adds a batch's moves to the running evacuation or media-range job of `device` (-1: none).
-  void CreditJobsLocked(int64_t device, const store::RecoverProgress& p);
+  void CreditJobsLocked(int64_t device, const store::RecoverProgress& p)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Store::Recover of `name` under the rate limit, stopped when the planner stops; `progress`
   // (may be empty) after each batch.
   absl::StatusOr<store::RecoverProgress> RecoverPaced(
@@ -204,43 +209,43 @@ class RepairPlanner {
   void YieldToClients();
   // Marks `device` failing for its evacuation; returns why it cannot be, or "".
   std::string StartEvacuation(uint32_t device);
-  void FinishLocked(uint64_t id, const std::string& error);
-  std::optional<absl::Duration> EtaLocked() const;
+  void FinishLocked(uint64_t id, const std::string& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::optional<absl::Duration> EtaLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   store::Store* const store_;
   const RepairPlannerOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  bool stop_ = false;                    // guarded by mu_
-  bool dirty_ = true;                    // guarded by mu_: plan again before the next batch
-  bool planning_ = false;                // guarded by mu_
-  bool paused_ = false;                  // guarded by mu_
-  uint64_t rate_ = 0;                    // guarded by mu_
-  uint64_t paced_bytes_ = 0;             // guarded by mu_: since pace_start_
-  absl::Time pace_start_ = absl::Now();  // guarded by mu_
-  uint64_t next_id_ = 1;                 // guarded by mu_
-  std::map<uint64_t, RebuildJob> jobs_;  // guarded by mu_
-  std::deque<uint64_t> finished_;        // guarded by mu_
-  std::map<std::pair<RebuildKind, RebuildState>, uint64_t> finished_counts_;  // guarded by mu_
-  std::vector<store::DeviceRange> ranges_;  // media ranges to move; guarded by mu_
-  std::vector<Work> queue_;                 // most at risk first; guarded by mu_
-  size_t in_batch_ = 0;                     // stripes of the batch running; guarded by mu_
-  std::vector<store::DeviceRecord> down_;   // down devices at the last plan; guarded by mu_
-  // Stripes by K, and of those the degraded ones by redundancy left; guarded by mu_.
-  mutable std::map<uint32_t, uint64_t> census_totals_;
-  std::map<uint32_t, uint64_t> census_lost_;  // lost stripes by K
-  std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_;
-  mutable RepairStatus status_;  // guarded by mu_; Status() refreshes its census
-  uint64_t batches_ = 0;         // guarded by mu_
+  mutable Mutex mu_;
+  CondVar changed_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool dirty_ ABSL_GUARDED_BY(mu_) = true;  // Plan again before the next batch
+  bool planning_ ABSL_GUARDED_BY(mu_) = false;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t rate_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t paced_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Since pace_start_
+  absl::Time pace_start_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, RebuildJob> jobs_ ABSL_GUARDED_BY(mu_);
+  std::deque<uint64_t> finished_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<RebuildKind, RebuildState>, uint64_t> finished_counts_ ABSL_GUARDED_BY(mu_);
+  std::vector<store::DeviceRange> ranges_ ABSL_GUARDED_BY(mu_);  // Media ranges to move
+  std::vector<Work> queue_ ABSL_GUARDED_BY(mu_);                 // Most at risk first
+  size_t in_batch_ ABSL_GUARDED_BY(mu_) = 0;                     // Stripes of the batch running
+  std::vector<store::DeviceRecord> down_ ABSL_GUARDED_BY(mu_);   // Down devices at the last plan
+  // Stripes by K, and of those the degraded ones by redundancy left.
+  mutable std::map<uint32_t, uint64_t> census_totals_ ABSL_GUARDED_BY(mu_);
+  std::map<uint32_t, uint64_t> census_lost_ ABSL_GUARDED_BY(mu_);  // lost stripes by K
+  std::map<uint32_t, std::map<uint32_t, uint64_t>> census_degraded_ ABSL_GUARDED_BY(mu_);
+  mutable RepairStatus status_ ABSL_GUARDED_BY(mu_);  // Status() refreshes its census
+  uint64_t batches_ ABSL_GUARDED_BY(mu_) = 0;
   // Since the queue last filled: when, and the stripes and bytes repaired (rate, ETA).
-  absl::Time activity_start_ = absl::Now();  // guarded by mu_
-  uint64_t activity_stripes_ = 0;            // guarded by mu_
-  uint64_t activity_bytes_ = 0;              // guarded by mu_
+  absl::Time activity_start_ ABSL_GUARDED_BY(mu_) = absl::Now();
+  uint64_t activity_stripes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t activity_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   // Stripes set aside after a failed batch (true: lost), until a device change or retry_at_.
-  std::map<std::pair<int64_t, uint64_t>, bool> skipped_;  // guarded by mu_
-  absl::Time retry_at_ = absl::InfinitePast();            // guarded by mu_
-  absl::Time plan_retry_at_ = absl::InfinitePast();       // guarded by mu_: after an error
+  std::map<std::pair<int64_t, uint64_t>, bool> skipped_ ABSL_GUARDED_BY(mu_);
+  absl::Time retry_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time plan_retry_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();  // After an error
   std::thread worker_;
 };
 

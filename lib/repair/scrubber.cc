@@ -9,6 +9,7 @@
 #include "lib/repair/pacer.h"
 #include "lib/store/store_admin.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -50,23 +51,24 @@ Scrubber::Scrubber(Store* store, const ScrubberOptions& options)
 
 Scrubber::~Scrubber() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   if (worker_.joinable()) worker_.join();
 }
 
 bool Scrubber::Wait(absl::Duration d) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (d > absl::ZeroDuration()) {
-    wake_.wait_for(lock, absl::ToChronoMilliseconds(d), [&] { return stop_; });
+    wake_.WaitFor(mu_, absl::ToChronoMilliseconds(d),
+                  [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_; });
   }
   return !stop_;
 }
 
 void Scrubber::Account(const ScrubReport& report, ScrubReport& accounted) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   AddSince(status_.found_total, report.found, accounted.found);
   status_.objects_failed_total += report.objects_failed - accounted.objects_failed;
   status_.objects_scrubbed_total += report.objects_done - accounted.objects_done;
@@ -88,7 +90,7 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
   }
   auto stopping = [&] {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stop_) return true;
     }
     return cancelled && cancelled();
@@ -147,14 +149,14 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
 
 void Scrubber::StartPass() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     start_now_ = true;
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
 }
 
 ScrubberStatus Scrubber::Status() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return status_;
 }
 
@@ -165,27 +167,27 @@ void Scrubber::Loop() {
     int64_t ms = 0;
     if (absl::SimpleAtoi(**v, &ms)) last = absl::FromUnixMillis(ms);
   }
-  std::unique_lock lock(mu_);
+  UniqueMutexLock lock(mu_);
   status_.last_finished = last;
   while (true) {
     // Never scrubbed (a new store, or every pass so far was cut short): start now.
     const absl::Time next = last == absl::InfinitePast() ? absl::Now() : last + options_.interval;
     status_.next_start = next;
     while (!stop_ && !start_now_ && absl::Now() < next) {
-      wake_.wait_for(lock,
-                     absl::ToChronoMilliseconds(std::min(next - absl::Now(), absl::Seconds(60))));
+      wake_.WaitFor(mu_,
+                    absl::ToChronoMilliseconds(std::min(next - absl::Now(), absl::Seconds(60))));
     }
     if (stop_) return;
     start_now_ = false;
     status_.running = true;
     status_.current = ScrubReport();
-    lock.unlock();
+    lock.Unlock();
     const absl::Time started = absl::Now();
     absl::StatusOr<ScrubReport> report = ScrubNow(
         {},
         ScrubOptions{.repair = options_.repair, .rate_bytes_per_sec = options_.rate_bytes_per_sec},
         [this](const ScrubReport& now) {
-          std::lock_guard inner(mu_);
+          MutexLock inner(mu_);
           status_.current = now;
         },
         nullptr);
@@ -203,7 +205,7 @@ void Scrubber::Loop() {
       Log(LogLevel::kError, "scrub pass failed: %s; the next one starts in %s",
           report.status().message(), absl::FormatDuration(options_.interval));
     }
-    lock.lock();
+    lock.Lock();
     status_.running = false;
     if (stop_) return;
     // A failed pass waits a whole interval too, so that a broken catalog is not hammered.

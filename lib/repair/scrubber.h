@@ -7,10 +7,8 @@
 #ifndef ECD_LIB_REPAIR_SCRUBBER_H_
 #define ECD_LIB_REPAIR_SCRUBBER_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "lib/store/store.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::repair {
 
@@ -94,11 +93,11 @@ class Scrubber {
   store::Store* const store_;
   const ScrubberOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;       // guarded by mu_
-  bool start_now_ = false;  // guarded by mu_
-  ScrubberStatus status_;   // guarded by mu_
+  mutable Mutex mu_;
+  CondVar wake_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool start_now_ ABSL_GUARDED_BY(mu_) = false;
+  ScrubberStatus status_ ABSL_GUARDED_BY(mu_);
   std::thread worker_;
 };
 

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -26,6 +25,7 @@
 #include "lib/store/stripe_memory.h"
 #include "lib/util/crc32c.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -104,7 +104,7 @@ absl::Status StoreCore::FlushDevices(const std::vector<bool>& touched) {
       // After a failed flush the device may have dropped any write since its last good one, and
       // a later flush may "succeed" without them: it takes no new blocks from now on.
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         ++devices_[d]->flush_failures;
       }
       MarkSuspect(static_cast<uint32_t>(d), absl::StrCat("flush failed: ", s.message()));
@@ -118,7 +118,7 @@ absl::Status StoreCore::FlushDevices(const std::vector<bool>& touched) {
 }
 
 void StoreCore::FreeExtents(absl::Span<const BlockRecord> blocks) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const BlockRecord& b : blocks) {
     if (b.device >= devices_.size()) continue;
     space_->Release(b.device, b.lba, b.lba_count);

@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -25,6 +24,7 @@
 #include "lib/store/stripe_memory.h"
 #include "lib/util/crc32c.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -149,7 +149,7 @@ absl::Status EncodeFlow::ResolveShape() {
 absl::Status EncodeFlow::CheckDevices() {
   const int m = m_;
   const int k = k_;
-  std::lock_guard lock(store_.mu_);
+  MutexLock lock(store_.mu_);
   size_t online = 0;
   for (const auto& d : store_.devices_) {
     online += d->record.state == DeviceState::kOnline && d->ns != nullptr;

@@ -6,14 +6,13 @@
 #define ECD_LIB_STORE_INTERRUPT_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -39,20 +38,21 @@ struct Interrupt {
 
 // Waits on `cv` (as std::condition_variable::wait) until `done()` is true or `until` has passed,
 // and returns OK (the caller asks done() again to tell which), or until `interrupt` fires, and
-// returns its Check status. REQUIRES: `lock` holds the mutex that guards what `done` reads.
+// returns its Check status. REQUIRES: `mu` held, the mutex that guards what `done` reads. Not
+// analysed inside (`done` requires the caller's mutex, which the analysis cannot match to `mu`).
 template <typename Done>
-absl::Status WaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
-                     const Interrupt& interrupt, absl::Time until, absl::string_view waiting_for,
-                     Done done) {
+absl::Status WaitFor(CondVar& cv, Mutex& mu, const Interrupt& interrupt, absl::Time until,
+                     absl::string_view waiting_for, Done done)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) ABSL_NO_THREAD_SAFETY_ANALYSIS {
   while (!done()) {
     if (absl::Status s = interrupt.Check(waiting_for); !s.ok()) return s;
     const absl::Time now = absl::Now();
     if (now >= until) return absl::OkStatus();
     const absl::Time next = interrupt.NextCheck(until);
     if (next == absl::InfiniteFuture()) {
-      cv.wait(lock);
+      cv.Wait(mu);
     } else {
-      cv.wait_for(lock, absl::ToChronoNanoseconds(next - now));
+      cv.WaitFor(mu, absl::ToChronoNanoseconds(next - now));
     }
   }
   return absl::OkStatus();

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -34,7 +35,7 @@ void MemoryBudget::Reservation::Release() {
 }
 
 std::optional<MemoryBudget::Reservation> MemoryBudget::TryReserve(uint64_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t limit = options_.limit_bytes;
   if (limit != 0 && (waiting_ > 0 || reserved_ + bytes > limit)) return std::nullopt;
   reserved_ += bytes;
@@ -43,7 +44,7 @@ std::optional<MemoryBudget::Reservation> MemoryBudget::TryReserve(uint64_t bytes
 
 absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
                                                                 const Interrupt& interrupt) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t limit = options_.limit_bytes;
   if (limit == 0) {
     reserved_ += bytes;
@@ -66,9 +67,11 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
   ++waiting_;
   ++waits_;
   const absl::Time started = absl::Now();
-  const auto granted = [&] { return serving_ == ticket && reserved_ + bytes <= limit; };
+  const auto granted = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return serving_ == ticket && reserved_ + bytes <= limit;
+  };
   const absl::Status interrupted =
-      WaitFor(changed_, lock, interrupt, started + options_.max_wait,
+      WaitFor(changed_, mu_, interrupt, started + options_.max_wait,
               absl::StrCat("waiting for ", bytes, " bytes of stripe memory (limit ", limit,
                            " bytes, all reserved by other requests)"),
               granted);
@@ -77,14 +80,14 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
     reserved_ += bytes;
     ++serving_;
     AdvanceLocked();
-    changed_.notify_all();
+    changed_.NotifyAll();
     return Reservation(this, bytes);
   }
   // Timed out or interrupted. Later tickets must not wait for this one: if it is at the head,
   // pass the turn on; otherwise mark it to be skipped when the turn reaches it.
   skipped_.insert(ticket);
   AdvanceLocked();
-  changed_.notify_all();
+  changed_.NotifyAll();
   if (!interrupted.ok()) return interrupted;
   ++refusals_;
   return absl::ResourceExhaustedError(
@@ -94,7 +97,7 @@ absl::StatusOr<MemoryBudget::Reservation> MemoryBudget::Reserve(uint64_t bytes,
 }
 
 absl::Status MemoryBudget::CheckFits(uint64_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return CheckFitsLocked(bytes);
 }
 
@@ -118,28 +121,28 @@ void MemoryBudget::AdvanceLocked() {
 }
 
 void MemoryBudget::Give(uint64_t bytes) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   reserved_ -= bytes;
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 uint64_t MemoryBudget::reserved_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return reserved_;
 }
 
 size_t MemoryBudget::waiting() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waiting_;
 }
 
 uint64_t MemoryBudget::waits() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return waits_;
 }
 
 uint64_t MemoryBudget::refusals() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return refusals_;
 }
 

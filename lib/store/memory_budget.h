@@ -8,10 +8,8 @@
 #ifndef ECD_LIB_STORE_MEMORY_BUDGET_H_
 #define ECD_LIB_STORE_MEMORY_BUDGET_H_
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <set>
 
@@ -19,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "lib/store/interrupt.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -88,20 +87,20 @@ class MemoryBudget {
 
  private:
   void Give(uint64_t bytes);
-  absl::Status CheckFitsLocked(uint64_t bytes);  // REQUIRES: mu_ held.
+  absl::Status CheckFitsLocked(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Passes the turn over tickets that gave up waiting. REQUIRES: mu_ held.
-  void AdvanceLocked();
+  void AdvanceLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const MemoryBudgetOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  uint64_t reserved_ = 0;       // guarded by mu_
-  uint64_t next_ticket_ = 0;    // guarded by mu_; the ticket of the next waiter
-  uint64_t serving_ = 0;        // guarded by mu_; the ticket allowed to reserve next
-  std::set<uint64_t> skipped_;  // guarded by mu_; tickets that timed out, not yet passed
-  size_t waiting_ = 0;          // guarded by mu_
-  uint64_t waits_ = 0;          // guarded by mu_
-  uint64_t refusals_ = 0;       // guarded by mu_
+  mutable Mutex mu_;
+  CondVar changed_;
+  uint64_t reserved_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;    // The ticket of the next waiter
+  uint64_t serving_ ABSL_GUARDED_BY(mu_) = 0;        // The ticket allowed to reserve next
+  std::set<uint64_t> skipped_ ABSL_GUARDED_BY(mu_);  // Tickets that timed out, not yet passed
+  size_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t waits_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t refusals_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ecd::store

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "lib/store/interrupt.h"
 #include "lib/store/object_name.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -113,20 +114,20 @@ class ObjectLocks {
 
  private:
   std::shared_ptr<Lock> Get(const std::string& name) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& m = locks_[name];
     if (!m) m = std::make_shared<Lock>();
     return m;
   }
   void Put(const std::string& name, std::shared_ptr<Lock>& m) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     m.reset();
     auto it = locks_.find(name);
     if (it != locks_.end() && it->second.use_count() == 1) locks_.erase(it);
   }
 
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Lock>> locks_;
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<Lock>> locks_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace ecd::store

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -26,6 +25,7 @@
 #include "lib/store/stripe_memory.h"
 #include "lib/util/crc32c.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -33,7 +33,7 @@ absl::StatusOr<BlockRecord> StoreCore::AllocateCopy(absl::string_view object,
                                                     const BlockRecord& old,
                                                     std::map<uint32_t, int>& occupied,
                                                     bool allow_same_device, SpaceUse use) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   --occupied[old.device];  // The block leaves its old extent.
   auto eligible = [&](const Device& d) {
     return d.record.state == DeviceState::kOnline && d.ns != nullptr && occupied[d.record.id] == 0;
@@ -89,7 +89,7 @@ absl::Status StoreCore::PlaceStripe(const ObjectRecord& object, uint64_t stripe,
   const size_t first = records.size();
   {
     // Rotate the starting device by object and stripe so data and parity spread evenly.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const size_t n = devices_.size();
     const size_t start = static_cast<size_t>(object.id + stripe) % n;
     for (size_t step = 0; step < n && records.size() - first < static_cast<size_t>(width); ++step) {

@@ -13,12 +13,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <shared_mutex>
@@ -47,6 +45,7 @@
 #include "lib/store/object_name.h"
 #include "lib/store/store_options.h"
 #include "lib/store/store_types.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -108,10 +107,11 @@ class StoreCore {
   struct Device;
   // Reads whose stripe buffers a sink may still pin (Store::Read); ~StoreCore waits until there
   // are none.
-  mutable std::mutex pinned_mu_;
-  std::condition_variable pinned_gone_;
-  int pinned_sets_ = 0;    // Guarded by pinned_mu_.
-  int outlived_sets_ = 0;  // Of pinned_sets_, those whose read has returned. Guarded likewise.
+  mutable Mutex pinned_mu_;
+  CondVar pinned_gone_;
+  int pinned_sets_ ABSL_GUARDED_BY(pinned_mu_) = 0;
+  int outlived_sets_ ABSL_GUARDED_BY(pinned_mu_) =
+      0;  // Of pinned_sets_, those whose read has returned.
 
   explicit StoreCore(StoreOptions options);
   absl::Status Init();
@@ -374,17 +374,18 @@ class StoreCore {
   // with every device's namespace (which ends a claim when its write completes).
   std::shared_ptr<FsSpace> space_;
 
-  std::mutex state_mu_;  // Serializes SetDeviceState calls.
-  std::mutex mu_;        // Guards devices_' state, namespaces and allocators, and codecs_.
+  Mutex state_mu_;  // Serializes SetDeviceState calls.
+  Mutex mu_;  // Guards devices_' state, namespaces and allocators (not annotated), and codecs_.
   std::vector<std::unique_ptr<Device>> devices_;
-  std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_;
-  std::function<void(uint32_t, const std::string&)> suspect_listener_;  // guarded by mu_
-  std::function<void()> repair_listener_;                               // guarded by mu_
-  int listener_calls_ = 0;                                              // guarded by mu_
-  std::condition_variable listener_idle_;
+  std::map<std::tuple<int, int, int>, std::shared_ptr<const ec::Codec>> codecs_
+      ABSL_GUARDED_BY(mu_);
+  std::function<void(uint32_t, const std::string&)> suspect_listener_ ABSL_GUARDED_BY(mu_);
+  std::function<void()> repair_listener_ ABSL_GUARDED_BY(mu_);
+  int listener_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  CondVar listener_idle_;
   std::string store_id_;  // Set by Init.
-  mutable std::mutex census_mu_;
-  std::map<uint32_t, uint64_t> stripes_by_parity_;  // guarded by census_mu_
+  mutable Mutex census_mu_;
+  std::map<uint32_t, uint64_t> stripes_by_parity_ ABSL_GUARDED_BY(census_mu_);
 
   std::unique_ptr<ObjectLocks> locks_;
   // Block records: made by Init (OpenRecordLogs).

@@ -14,6 +14,7 @@
 #include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 namespace {
@@ -115,7 +116,7 @@ absl::Status StoreCore::OpenDevices(std::vector<DeviceRecord>& records,
   absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
   if (!census.ok()) return census.status();
   {
-    std::lock_guard lock(census_mu_);
+    MutexLock lock(census_mu_);
     stripes_by_parity_ = *census;  // the census the store keeps from here on
   }
   if (!unusable.empty() && !census->empty() && unusable.size() > census->begin()->first &&
@@ -166,7 +167,7 @@ absl::Status StoreCore::WriteLabel(uint32_t id, uint64_t lba, const RecordLogPla
   std::shared_ptr<Namespace> ns;
   DeviceRecord r;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ns = devices_[id]->ns;
     r = devices_[id]->record;
   }
@@ -187,7 +188,7 @@ absl::Status StoreCore::WriteLabel(uint32_t id, uint64_t lba, const RecordLogPla
 absl::Status StoreCore::LabelDevices() {
   for (auto& d : devices_) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (d->label_lba || d->ns == nullptr || d->record.state == DeviceState::kFailed) continue;
     }
     if (absl::Status s = LabelDevice(*d); !s.ok()) return s;
@@ -198,7 +199,7 @@ absl::Status StoreCore::LabelDevices() {
 absl::Status StoreCore::LabelDevice(Device& d) {
   std::optional<uint64_t> lba;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lba = d.allocator.Allocate(1);
   }
   if (!lba) {
@@ -215,7 +216,7 @@ absl::Status StoreCore::LabelDevice(Device& d) {
     return absl::Status(
         s.code(), absl::StrCat("writing the label of device ", d.record.id, ": ", s.message()));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   d.label_lba = lba;
   return absl::OkStatus();
 }
@@ -223,10 +224,10 @@ absl::Status StoreCore::LabelDevice(Device& d) {
 absl::StatusOr<DeviceStatus> StoreCore::MarkDeviceDown(uint32_t id, const std::string& reason) {
   if (id >= devices_.size()) return absl::NotFoundError(absl::StrCat("device ", id, " not found"));
   {
-    std::lock_guard transition(state_mu_);
+    MutexLock transition(state_mu_);
     Device& d = *devices_[id];
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (d.record.state == DeviceState::kFailed || d.record.state == DeviceState::kDown) {
         return absl::FailedPreconditionError(
             absl::StrCat("device ", id, " is already ", DeviceStateName(d.record.state)));
@@ -234,7 +235,7 @@ absl::StatusOr<DeviceStatus> StoreCore::MarkDeviceDown(uint32_t id, const std::s
     }
     const int64_t now_ms = absl::ToUnixMillis(absl::Now());
     if (absl::Status s = catalog_->SetDeviceDown(id, now_ms, reason); !s.ok()) return s;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     d.record.state = DeviceState::kDown;
     d.record.down_since_unix_ms = now_ms;
     d.record.down_reason = reason;
@@ -252,11 +253,11 @@ absl::StatusOr<DeviceStatus> StoreCore::ReplaceDevice(uint32_t id) {
                                             devices_.size() - 1, " (`ecctl device ls`)"));
   }
   {
-    std::lock_guard transition(state_mu_);
+    MutexLock transition(state_mu_);
     Device& d = *devices_[id];
     DeviceRecord r;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       r = d.record;
     }
     if (r.state != DeviceState::kFailed && r.state != DeviceState::kDown) {
@@ -281,7 +282,7 @@ absl::StatusOr<DeviceStatus> StoreCore::ReplaceDevice(uint32_t id) {
     }
     std::optional<uint64_t> lba;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       d.ns = std::move(*ns);
       lba = d.label_lba ? d.label_lba : d.allocator.Allocate(1);
     }
@@ -293,7 +294,7 @@ absl::StatusOr<DeviceStatus> StoreCore::ReplaceDevice(uint32_t id) {
     if (absl::Status s = WriteLabel(id, *lba, RecordLogPlace{}); !s.ok()) return s;
     if (absl::Status s = CreateRecordLog(d); !s.ok()) return s;
     if (absl::Status s = catalog_->SetDeviceState(id, DeviceState::kOnline); !s.ok()) return s;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     d.label_lba = lba;
     d.record.state = DeviceState::kOnline;
     d.record.down_since_unix_ms = 0;
@@ -337,38 +338,39 @@ std::vector<uint32_t> StoreCore::DownDevicesWithFailingWrites() {
 }
 
 std::vector<DeviceRecord> StoreCore::DeviceRecords() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<DeviceRecord> out;
   for (const auto& d : devices_) out.push_back(d->record);
   return out;
 }
 
 void StoreCore::SetRepairListener(std::function<void()> fn) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   repair_listener_ = std::move(fn);
-  listener_idle_.wait(lock, [this] { return listener_calls_ == 0; });
+  listener_idle_.Wait(mu_,
+                      [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return listener_calls_ == 0; });
 }
 
 void StoreCore::NotifyRepair() {
   std::function<void()> listener;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!repair_listener_) return;
     listener = repair_listener_;
     ++listener_calls_;
   }
   listener();
-  std::lock_guard lock(mu_);
-  if (--listener_calls_ == 0) listener_idle_.notify_all();
+  MutexLock lock(mu_);
+  if (--listener_calls_ == 0) listener_idle_.NotifyAll();
 }
 
 std::map<uint32_t, uint64_t> StoreCore::StripesByParity() const {
-  std::lock_guard lock(census_mu_);
+  MutexLock lock(census_mu_);
   return stripes_by_parity_;
 }
 
 void StoreCore::CountStripes(uint32_t parity, int64_t delta) {
-  std::lock_guard lock(census_mu_);
+  MutexLock lock(census_mu_);
   uint64_t& n = stripes_by_parity_[parity];
   n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta);
   if (n == 0) stripes_by_parity_.erase(parity);
@@ -378,7 +380,7 @@ absl::StatusOr<std::vector<DeviceStatus>> StoreCore::ListDevices() {
   absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> counts =
       catalog_->BlockCountsByDevice();
   if (!counts.ok()) return counts.status();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<DeviceStatus> out;
   for (const auto& d : devices_) {
     DeviceStatus s;
@@ -403,16 +405,16 @@ absl::StatusOr<DeviceStatus> StoreCore::SetDeviceState(uint32_t id, DeviceState 
                                             devices_.size() - 1, " (`ecctl device ls`)"));
   }
   Device& d = *devices_[id];
-  std::lock_guard transition(state_mu_);  // One state change at a time.
+  MutexLock transition(state_mu_);  // One state change at a time.
   if (only_from) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (d.record.state != *only_from) {
       return absl::FailedPreconditionError(
           absl::StrCat("device ", id, " is ", DeviceStateName(d.record.state), " now"));
     }
   }
   if (state == DeviceState::kFailing) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (d.record.state != DeviceState::kOnline || d.ns == nullptr) {
       return absl::FailedPreconditionError(
           absl::StrCat("device ", id, " is ", DeviceStateName(d.record.state),
@@ -426,7 +428,7 @@ absl::StatusOr<DeviceStatus> StoreCore::SetDeviceState(uint32_t id, DeviceState 
     bool reopen;
     std::optional<uint64_t> label_lba;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       reopen = d.ns == nullptr || d.record.state == DeviceState::kFailed ||
                d.record.state == DeviceState::kDown;
       label_lba = d.label_lba;
@@ -443,7 +445,7 @@ absl::StatusOr<DeviceStatus> StoreCore::SetDeviceState(uint32_t id, DeviceState 
             id, "`"));
       }
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         d.ns = std::move(*ns);  // I/O still holding the old handle finishes on it.
         d.write_errors_in_a_row = 0;
       }
@@ -457,7 +459,7 @@ absl::StatusOr<DeviceStatus> StoreCore::SetDeviceState(uint32_t id, DeviceState 
   }
   if (absl::Status s = catalog_->SetDeviceState(id, state); !s.ok()) return s;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     d.record.state = state;
     d.record.down_since_unix_ms = 0;
     d.record.down_reason.clear();

@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -25,6 +24,7 @@
 #include "lib/store/stripe_memory.h"
 #include "lib/util/crc32c.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -38,8 +38,10 @@ StoreCore::StoreCore(StoreOptions options)
 
 StoreCore::~StoreCore() {
   {
-    std::unique_lock lock(pinned_mu_);
-    pinned_gone_.wait(lock, [this] { return pinned_sets_ == 0; });
+    MutexLock lock(pinned_mu_);
+    pinned_gone_.Wait(pinned_mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pinned_mu_) {
+      return pinned_sets_ == 0;
+    });
   }
   // A clean stop: every record log says so, with the final committed-through mark.
   if (records_ != nullptr) {
@@ -241,19 +243,19 @@ absl::StatusOr<std::shared_ptr<const ec::Codec>> StoreCore::CodecFor(ec::MatrixT
                                                                      int parity) {
   const auto key = std::make_tuple(static_cast<int>(type), data, parity);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = codecs_.find(key);
     if (it != codecs_.end()) return it->second;
   }
   absl::StatusOr<std::shared_ptr<const ec::Codec>> codec = ec::Codec::Create(type, data, parity);
   if (!codec.ok()) return codec.status();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   codecs_.emplace(key, *codec);
   return *codec;
 }
 
 std::shared_ptr<Namespace> StoreCore::NamespaceOf(uint32_t id, bool online_only) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (id >= devices_.size()) return nullptr;
   const Device& d = *devices_[id];
   if (online_only && d.record.state != DeviceState::kOnline &&
@@ -264,12 +266,12 @@ std::shared_ptr<Namespace> StoreCore::NamespaceOf(uint32_t id, bool online_only)
 }
 
 bool StoreCore::DeviceDown(uint32_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return id < devices_.size() && devices_[id]->record.state == DeviceState::kDown;
 }
 
 bool StoreCore::DeviceOnline(uint32_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (id >= devices_.size() || devices_[id]->ns == nullptr) return false;
   const DeviceState state = devices_[id]->record.state;
   return state == DeviceState::kOnline || state == DeviceState::kFailing;
@@ -284,14 +286,14 @@ void StoreCore::MarkSuspect(uint32_t id, const std::string& reason) {
   Log(LogLevel::kError, "device %d is suspect and now failing: %s", id, reason);
   std::function<void(uint32_t, const std::string&)> listener;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     listener = suspect_listener_;
   }
   if (listener) listener(id, reason);
 }
 
 void StoreCore::SetSuspectListener(std::function<void(uint32_t, const std::string&)> listener) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   suspect_listener_ = std::move(listener);
 }
 

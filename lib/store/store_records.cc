@@ -12,6 +12,7 @@
 #include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 namespace {
@@ -148,7 +149,7 @@ RecordLogPlace StoreCore::AllocateRecordLog(Device& d) {
   // Page-aligned, so that reserving its space (ReserveRecordLog) takes no file-system block that
   // a neighbouring extent shares and punches when freed.
   const uint64_t align = std::max<uint64_t>(1, page_bytes / lba_size);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::optional<uint64_t> got = d.allocator.Allocate(lbas + align - 1);
   if (!got) return {};
   const uint64_t first = (*got + align - 1) / align * align;
@@ -178,7 +179,7 @@ absl::Status StoreCore::CreateRecordLog(Device& d) {
   std::shared_ptr<Namespace> ns;
   std::optional<uint64_t> label_lba;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     place = d.log_place;
     ns = d.ns;
     label_lba = d.label_lba;
@@ -211,7 +212,7 @@ absl::Status StoreCore::CreateRecordLog(Device& d) {
     return absl::Status(
         s.code(), absl::StrCat("creating the block-record log of device ", id, ": ", s.message()));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   d.log_place = place;
   return absl::OkStatus();
 }
@@ -220,7 +221,7 @@ absl::Status StoreCore::ReopenRecordLog(Device& d, const RecordLogPlace& labelle
   const uint32_t id = d.record.id;
   std::shared_ptr<Namespace> ns;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (d.log_place.empty() && !labelled.empty() &&
         d.allocator.MarkUsed(labelled.first_lba, labelled.lba_count).ok()) {
       d.log_place = labelled;
@@ -230,7 +231,7 @@ absl::Status StoreCore::ReopenRecordLog(Device& d, const RecordLogPlace& labelle
   records_->SetLog(id, nullptr);
   RecordLogPlace place;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     place = d.log_place;
   }
   if (!place.empty()) {
@@ -250,7 +251,7 @@ absl::Status StoreCore::PrepareRecordLogs() {
   for (auto& d : devices_) {
     bool usable;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       usable = d->ns != nullptr && d->record.state != DeviceState::kFailed;
     }
     if (!usable) continue;

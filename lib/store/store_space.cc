@@ -5,6 +5,7 @@
 #include "lib/store/store_core.h"
 #include "lib/store/store_device.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 #include "lib/util/size.h"
 
 namespace ecd::store {
@@ -13,7 +14,7 @@ void StoreCore::ReclaimFreeSpace() {
   for (auto& d : devices_) {
     std::shared_ptr<Namespace> ns;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (d->ns == nullptr ||
           (d->record.state != DeviceState::kOnline && d->record.state != DeviceState::kFailing)) {
         continue;
@@ -23,7 +24,7 @@ void StoreCore::ReclaimFreeSpace() {
     // Only what takes space in the file is looked at: a sparse file's holes are skipped.
     std::vector<std::pair<uint64_t, uint64_t>> punch;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (const Namespace::LbaRange& r : ns->AllocatedRanges()) {
         for (const auto& run : d->allocator.FreeRunsIn(r.lba, r.count)) punch.push_back(run);
       }

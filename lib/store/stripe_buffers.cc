@@ -2,7 +2,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -25,6 +24,7 @@
 #include "lib/store/stripe_memory.h"
 #include "lib/util/crc32c.h"
 #include "lib/util/log.h"
+#include "lib/util/mutex.h"
 
 namespace ecd::store {
 
@@ -41,7 +41,7 @@ StoreStats StoreCore::Stats() const {
   }
   s.arena.fallbacks = arena_fallbacks_.load();
   {
-    std::lock_guard lock(pinned_mu_);
+    MutexLock lock(pinned_mu_);
     s.read_buffers = {pinned_sets_ - outlived_sets_, outlived_sets_};
   }
   s.catalog = catalog_->stats();
