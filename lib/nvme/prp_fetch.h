@@ -6,9 +6,9 @@
 // descriptor (sgl_prp_fill_m_axis) naming the buffer it filled.
 //
 // Interpretation decisions (the public PG329 text leaves these open):
-// - Header layout follows the seed table's bit positions. Bit 93 is not listed there and is
-//   treated as reserved (must be 0). No_of_desc_rem is [117:108], i.e. 10 bits; the table's size
-//   column says "9", but the bit positions win.
+// - Header layout follows the bit positions of PG329's PRP fetch information header table. Bit
+//   93 is not listed there and is treated as reserved (must be 0). No_of_desc_rem is [117:108],
+//   i.e. 10 bits; the table's size column says "9", but the bit positions win.
 // - Buffers: every prp_index (UID) owns a ping and a pong buffer of B = 2*(C_NUM_PRPS_PER_INDX-1)
 //   entries each, so B <= 14 fits the 4-bit Valid_entries. The initial fetch ("2*(C-1) PRPs")
 //   fills ping alone; every later fetch fills the other buffer than the last filled one, so sets
