@@ -10,9 +10,21 @@
 namespace ecd::daemon {
 namespace {
 
+CallRules LimitedBy(RequestLimiter* limiter) {
+  CallRules rules;
+  rules.limiter = limiter;
+  return rules;
+}
+
+CallRules CheckedBy(const Authorizer* auth) {
+  CallRules rules;
+  rules.authorizer = auth;
+  return rules;
+}
+
 TEST(CallGateTest, AnAllowedCallRunsItsBodyHoldingASlot) {
   RequestLimiter limiter(/*max_per_client=*/4, /*max_total=*/4);
-  CallGate gate(v1::Objects::service_full_name(), {.limiter = &limiter});
+  CallGate gate(v1::Objects::service_full_name(), LimitedBy(&limiter));
   grpc::ServerContext context;
   uint32_t in_flight = 0;
   grpc::Status s = gate.Run(&context, "Stat", [&] {
@@ -27,7 +39,7 @@ TEST(CallGateTest, AnAllowedCallRunsItsBodyHoldingASlot) {
 
 TEST(CallGateTest, ACallOverTheLimitsIsRefusedWithoutRunning) {
   RequestLimiter limiter(/*max_per_client=*/1, /*max_total=*/1);
-  CallGate gate(v1::Devices::service_full_name(), {.limiter = &limiter});
+  CallGate gate(v1::Devices::service_full_name(), LimitedBy(&limiter));
   grpc::ServerContext context;
   RequestLimiter::Admission held = limiter.Admit(&context);
   ASSERT_TRUE(held.ok());
@@ -43,7 +55,7 @@ TEST(CallGateTest, ACallOverTheLimitsIsRefusedWithoutRunning) {
 TEST(CallGateTest, ACallWithoutATokenIsRefusedWithoutRunning) {
   Authorizer auth;
   auth.SetTokens({Token{.secret = "0123456789abcdef0123", .role = Role::kAdmin, .name = "a"}});
-  CallGate gate(v1::Objects::service_full_name(), {.authorizer = &auth});
+  CallGate gate(v1::Objects::service_full_name(), CheckedBy(&auth));
   grpc::ServerContext context;
   bool ran = false;
   grpc::Status s = gate.Run(&context, "Delete", [&] {
