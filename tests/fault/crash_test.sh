@@ -38,6 +38,15 @@ CLIENTS=3
 HAVE_UPDATE=0
 "$ECTL" --help | grep -qE "^  update( |$)" && HAVE_UPDATE=1
 
+# refused ID: whether client ID's failed operation was refused by ecd before anything changed
+# (ecctl's error line names such a code). Any other failure (the connection lost when ecd was
+# stopped, a call cut short) leaves the outcome unknown: ecd may have committed the operation
+# just before it stopped. The client then keeps its pending note for verify to settle (old or
+# new both pass) and issues nothing more.
+refused() {
+  grep -qE "ALREADY_EXISTS|NOT_FOUND|INVALID_ARGUMENT|OUT_OF_RANGE|FAILED_PRECONDITION" "$WORK/pending/$1.err"
+}
+
 # client ID: encodes new objects and updates its own; records each acknowledged operation.
 client() {
   trap - ERR  # A client stopped mid-operation is expected; only the main shell reports failures.
@@ -63,18 +72,22 @@ data[off:off + len(patch)] = patch
 open(sys.argv[4], "wb").write(data)
 PY
       echo "update $name" >"$WORK/pending/$id.op"
-      if "$ECTL" --addr "$ADDR" update "$name" --offset "$off" --file "$WORK/pending/$id.patch" >/dev/null 2>&1; then
+      if "$ECTL" --addr "$ADDR" update "$name" --offset "$off" --file "$WORK/pending/$id.patch" >/dev/null 2>"$WORK/pending/$id.err"; then
         mv "$WORK/pending/$id.new" "$MODEL/$name"
         echo >>"$WORK/updates.acked"
+      else
+        refused "$id" || return 0
       fi
       rm -f "$WORK/pending/$id.op"
     else
       local name="c$id-$n-$RANDOM"
       head -c $((1 + RANDOM * 10 % 120000)) /dev/urandom >"$WORK/pending/$id.new"
       echo "encode $name" >"$WORK/pending/$id.op"
-      if "$ECTL" --addr "$ADDR" encode "$WORK/pending/$id.new" --name "$name" --block-size 4K >/dev/null 2>&1; then
+      if "$ECTL" --addr "$ADDR" encode "$WORK/pending/$id.new" --name "$name" --block-size 4K >/dev/null 2>"$WORK/pending/$id.err"; then
         mv "$WORK/pending/$id.new" "$MODEL/$name"
         echo >>"$WORK/encodes.acked"
+      else
+        refused "$id" || return 0
       fi
       rm -f "$WORK/pending/$id.op"
     fi
