@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "lib/cxl/enum_table.h"
 #include "lib/cxl/event_record_fields.h"
+#include "lib/util/enum_table.h"
 
 namespace ecd::cxl {
 namespace {

@@ -4,8 +4,8 @@
 #include <iterator>
 #include <string_view>
 
-#include "lib/cxl/enum_table.h"
 #include "lib/cxl/mailbox.h"
+#include "lib/util/enum_table.h"
 
 namespace ecd::cxl {
 namespace {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "lib/util/enum_table.h"
 
 namespace ecd::nvme {
 namespace {
@@ -25,6 +26,27 @@ uint64_t Get64(const uint8_t* p) {
   return v;
 }
 
+// A status code type and code as one value, for the name table.
+constexpr uint16_t StatusKey(uint8_t sct, uint8_t sc) {
+  return static_cast<uint16_t>((sct << 8) | sc);
+}
+
+constexpr EnumName<uint16_t> kStatusNameEntries[] = {
+    {StatusKey(kSctGeneric, kScSuccess), "Successful Completion"},
+    {StatusKey(kSctGeneric, kScInvalidOpcode), "Invalid Command Opcode"},
+    {StatusKey(kSctGeneric, kScInvalidField), "Invalid Field in Command"},
+    {StatusKey(kSctGeneric, kScDataTransferError), "Data Transfer Error"},
+    {StatusKey(kSctGeneric, kScInternalError), "Internal Error"},
+    {StatusKey(kSctGeneric, kScInvalidNamespace), "Invalid Namespace or Format"},
+    {StatusKey(kSctGeneric, kScPrpOffsetInvalid), "PRP Offset Invalid"},
+    {StatusKey(kSctGeneric, kScLbaOutOfRange), "LBA Out of Range"},
+    {StatusKey(kSctGeneric, kScCapacityExceeded), "Capacity Exceeded"},
+    {StatusKey(kSctMedia, kScWriteFault), "Write Fault"},
+    {StatusKey(kSctMedia, kScUnrecoveredReadError), "Unrecovered Read Error"},
+};
+constexpr EnumTable kStatusNames(kStatusNameEntries, "Unknown");
+static_assert(kStatusNames.Valid());
+
 }  // namespace
 
 uint16_t NvmeStatus::Field() const {
@@ -42,36 +64,7 @@ NvmeStatus NvmeStatus::FromField(uint16_t field) {
 NvmeStatus Failure(uint8_t sc, uint8_t sct) { return NvmeStatus{sct, sc, true}; }
 
 std::string StatusName(uint8_t sct, uint8_t sc) {
-  if (sct == kSctGeneric) {
-    switch (sc) {
-      case kScSuccess:
-        return "Successful Completion";
-      case kScInvalidOpcode:
-        return "Invalid Command Opcode";
-      case kScInvalidField:
-        return "Invalid Field in Command";
-      case kScDataTransferError:
-        return "Data Transfer Error";
-      case kScInternalError:
-        return "Internal Error";
-      case kScInvalidNamespace:
-        return "Invalid Namespace or Format";
-      case kScPrpOffsetInvalid:
-        return "PRP Offset Invalid";
-      case kScLbaOutOfRange:
-        return "LBA Out of Range";
-      case kScCapacityExceeded:
-        return "Capacity Exceeded";
-    }
-  } else if (sct == kSctMedia) {
-    switch (sc) {
-      case kScWriteFault:
-        return "Write Fault";
-      case kScUnrecoveredReadError:
-        return "Unrecovered Read Error";
-    }
-  }
-  return "Unknown";
+  return std::string(kStatusNames.Name(StatusKey(sct, sc)));
 }
 
 std::string NvmeStatus::ToString() const {

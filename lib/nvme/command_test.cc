@@ -80,6 +80,19 @@ TEST(CompletionEntry, MediaErrorSct) {
             "Unrecovered Read Error (SCT 0x2, SC 0x81, DNR)");
 }
 
+TEST(StatusName, NamesEachCodeOfItsTypeAndNoOther) {
+  EXPECT_EQ(StatusName(kSctGeneric, kScSuccess), "Successful Completion");
+  EXPECT_EQ(StatusName(kSctGeneric, kScLbaOutOfRange), "LBA Out of Range");
+  EXPECT_EQ(StatusName(kSctMedia, kScUnrecoveredReadError), "Unrecovered Read Error");
+  // 0x80 and 0x81 mean different things under the generic and the media type.
+  EXPECT_EQ(StatusName(kSctMedia, kScWriteFault), "Write Fault");
+  EXPECT_EQ(StatusName(kSctGeneric, kScWriteFault), "LBA Out of Range");
+  EXPECT_EQ(StatusName(kSctMedia, kScSuccess), "Unknown");
+  EXPECT_EQ(StatusName(kSctGeneric, 0x7F), "Unknown");
+  EXPECT_EQ(Failure(kScUnrecoveredReadError, kSctMedia).ToString(),
+            "Unrecovered Read Error (SCT 0x2, SC 0x81, DNR)");
+}
+
 TEST(Status, MapsToAbsl) {
   EXPECT_TRUE(ToAbslStatus(NvmeStatus{}, "x").ok());
   EXPECT_EQ(ToAbslStatus(Failure(kScLbaOutOfRange), "x").code(), absl::StatusCode::kOutOfRange);

@@ -1,14 +1,14 @@
 // EnumTable: one constexpr (value, name) table per enumeration, from which both the name of a
 // value and whether the value is defined at all derive, so the two can never disagree.
-#ifndef ECD_LIB_CXL_ENUM_TABLE_H_
-#define ECD_LIB_CXL_ENUM_TABLE_H_
+#ifndef ECD_LIB_UTIL_ENUM_TABLE_H_
+#define ECD_LIB_UTIL_ENUM_TABLE_H_
 
 #include <cstddef>
 #include <string_view>
 
 #include "absl/types/span.h"
 
-namespace ecd::cxl {
+namespace ecd {
 
 // One defined value of E and its name. E is an enumeration or an integer type.
 template <typename E>
@@ -64,6 +64,6 @@ class EnumTable {
   std::string_view fallback_;
 };
 
-}  // namespace ecd::cxl
+}  // namespace ecd
 
-#endif  // ECD_LIB_CXL_ENUM_TABLE_H_
+#endif  // ECD_LIB_UTIL_ENUM_TABLE_H_
