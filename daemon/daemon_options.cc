@@ -282,10 +282,11 @@ void AddCxlFlags(CLI::App& app, Flags& f) {
        "Action for Memory Module replacement-needed, data-loss, life or temperature events"},
       {"--cxl-fatal", &f.cxl_fatal, "Action for Fatal-severity events"},
       {"--cxl-other", &f.cxl_other, "Action for every other event"}};
+  const std::vector<std::string> names = repair::PolicyActionNames();
   for (const auto& action : actions) {
     app.add_option(std::get<0>(action), *std::get<1>(action),
-                   std::string(std::get<2>(action)) + ": ignore, count, rebuild, evacuate, fail")
-        ->check(CLI::IsMember({"ignore", "count", "rebuild", "evacuate", "fail"}))
+                   absl::StrCat(std::get<2>(action), ": ", absl::StrJoin(names, ", ")))
+        ->check(CLI::IsMember(names))
         ->capture_default_str();
   }
   app.add_option("--cxl-life-used-critical", f.cxl_life_used_critical,
@@ -440,7 +441,7 @@ absl::Status ToRepairOptions(const Flags& f, DaemonOptions& o) {
   return absl::OkStatus();
 }
 
-// The CXL flags' values were checked by CLI11 (IsMember, Range).
+// The CXL flags' values were checked by CLI11 (IsMember of PolicyActionNames, Range).
 void ToCxlOptions(const Flags& f, DaemonOptions& o) {
   o.policy.media_error = *repair::ParsePolicyAction(f.cxl_media_error);
   o.policy.module_critical = *repair::ParsePolicyAction(f.cxl_module_critical);

@@ -211,16 +211,13 @@ std::vector<ScrapedFamily<CxlData>> CxlFamilies() {
                    "CXL event records that could not be decoded, by device.",
                    &S::decode_errors_by_device),
       {{"ecd_cxl_policy_actions_total",
-        "Actions the CXL event policy took (ignore, count, rebuild, evacuate, fail).",
+        "Actions the CXL event policy took, by action.",
         MetricType::Counter,
         {"action"}},
        [](const CxlData& d) {
          Samples out;
-         for (repair::PolicyAction a :
-              {repair::PolicyAction::kIgnore, repair::PolicyAction::kCount,
-               repair::PolicyAction::kRebuildRange, repair::PolicyAction::kEvacuate,
-               repair::PolicyAction::kFail}) {
-           const std::string name = repair::PolicyActionName(a);
+         for (const auto& a : repair::kPolicyActions.entries()) {
+           const std::string name(a.name);
            auto it = d.actions.find(name);
            out.push_back({{name}, it == d.actions.end() ? 0.0 : static_cast<double>(it->second)});
          }

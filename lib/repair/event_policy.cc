@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "lib/store/store_admin.h"
 #include "lib/util/log.h"
 #include "lib/util/mutex.h"
@@ -13,29 +14,21 @@ using store::DeviceState;
 using store::DeviceStatus;
 using store::Store;
 
-const char* PolicyActionName(PolicyAction a) {
-  switch (a) {
-    case PolicyAction::kIgnore:
-      return "ignore";
-    case PolicyAction::kCount:
-      return "count";
-    case PolicyAction::kRebuildRange:
-      return "rebuild";
-    case PolicyAction::kEvacuate:
-      return "evacuate";
-    case PolicyAction::kFail:
-      return "fail";
-  }
-  return "unknown";
-}
+const char* PolicyActionName(PolicyAction a) { return kPolicyActions.Name(a).data(); }
 
 absl::StatusOr<PolicyAction> ParsePolicyAction(const std::string& name) {
-  for (PolicyAction a : {PolicyAction::kIgnore, PolicyAction::kCount, PolicyAction::kRebuildRange,
-                         PolicyAction::kEvacuate, PolicyAction::kFail}) {
-    if (name == PolicyActionName(a)) return a;
+  for (const EnumName<PolicyAction>& e : kPolicyActions.entries()) {
+    if (name == e.name) return e.value;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown CXL policy action \"", name, "\"; use ignore, count, rebuild, evacuate or fail"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown CXL policy action \"", name,
+                                                 "\"; use one of ",
+                                                 absl::StrJoin(PolicyActionNames(), ", ")));
+}
+
+std::vector<std::string> PolicyActionNames() {
+  std::vector<std::string> names;
+  for (const EnumName<PolicyAction>& e : kPolicyActions.entries()) names.emplace_back(e.name);
+  return names;
 }
 
 EventPolicy::EventPolicy(Store* store, RepairPlanner* rebuilds, const EventPolicyOptions& options)

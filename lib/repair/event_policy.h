@@ -20,10 +20,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "lib/repair/repair_planner.h"
 #include "lib/store/store.h"
+#include "lib/util/enum_table.h"
 #include "lib/util/mutex.h"
 
 namespace ecd::repair {
@@ -52,8 +54,21 @@ struct HealthEvent {
 };
 
 enum class PolicyAction { kIgnore, kCount, kRebuildRange, kEvacuate, kFail };
+// Every action and its name, the one list flags, help, parsing and counters are made from.
+inline constexpr EnumName<PolicyAction> kPolicyActionEntries[] = {
+    {PolicyAction::kIgnore, "ignore"},
+    {PolicyAction::kCount, "count"},
+    {PolicyAction::kRebuildRange, "rebuild"},
+    {PolicyAction::kEvacuate, "evacuate"},
+    {PolicyAction::kFail, "fail"}};
+inline constexpr EnumTable kPolicyActions(kPolicyActionEntries, "unknown");
+static_assert(kPolicyActions.Valid());
+
 const char* PolicyActionName(PolicyAction a);
+// The action named `name`; InvalidArgument naming the actions there are.
 absl::StatusOr<PolicyAction> ParsePolicyAction(const std::string& name);
+// The names of every action, in kPolicyActions' order.
+std::vector<std::string> PolicyActionNames();
 
 struct EventPolicyOptions {
   PolicyAction media_error = PolicyAction::kRebuildRange;  // GM/DRAM uncorrectable or threshold

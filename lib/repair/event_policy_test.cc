@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "lib/store/store_admin.h"
 #include "lib/store/store_test_util.h"
 
@@ -30,6 +33,21 @@ class EventPolicyTest : public TempStoreTest {
   }
   std::vector<uint8_t> data_;
 };
+
+TEST(PolicyActionNames, ParseRoundTripsEveryNameAndRefusesOthers) {
+  EXPECT_EQ(PolicyActionNames(),
+            (std::vector<std::string>{"ignore", "count", "rebuild", "evacuate", "fail"}));
+  for (const std::string& name : PolicyActionNames()) {
+    absl::StatusOr<PolicyAction> a = ParsePolicyAction(name);
+    ASSERT_TRUE(a.ok()) << name;
+    EXPECT_EQ(PolicyActionName(*a), name);
+  }
+  absl::StatusOr<PolicyAction> bad = ParsePolicyAction("rebuild-range");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(),
+            "unknown CXL policy action \"rebuild-range\"; use one of ignore, count, rebuild, "
+            "evacuate, fail");
+}
 
 TEST_F(EventPolicyTest, DecidesByKindAndFields) {
   RepairPlanner rebuilds(store_.get(), {});
