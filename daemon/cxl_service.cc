@@ -1,20 +1,13 @@
 // The Cxl service: field-built records in, mailbox commands through.
 #include "daemon/cxl_service.h"
 
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "daemon/auth.h"
 #include "lib/cxl/event_drain.h"
+#include "lib/repair/health_event_json.h"
 
 namespace ecd::daemon {
 namespace {
@@ -74,16 +67,6 @@ const char* ModeName(cxl::InterruptMode m) {
     default:
       return "reserved";
   }
-}
-
-// A JSON number (a double) as a T: NaN is 0 and values outside T's range saturate at its ends.
-// A plain static_cast is undefined behaviour for those, and a line's numbers are anyone's.
-template <typename T>
-T Saturate(double v) {
-  if (std::isnan(v)) return 0;
-  if (v <= static_cast<double>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
-  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return static_cast<T>(v);
 }
 
 absl::StatusOr<cxl::InterruptMode> ParseMode(const std::string& s) {
@@ -287,100 +270,6 @@ grpc::Status CxlService::SetInterruptPolicy(grpc::ServerContext* context,
   });
 }
 
-absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
-                                                        uint32_t default_device) {
-  google::protobuf::Struct doc;
-  if (!google::protobuf::util::JsonStringToMessage(line, &doc).ok()) {
-    return absl::InvalidArgumentError("a line is not a JSON object");
-  }
-  const auto& f = doc.fields();
-  auto num = [&](const char* key) -> double {
-    auto it = f.find(key);
-    if (it == f.end()) return 0;
-    if (it->second.has_number_value()) return it->second.number_value();
-    double v = 0;
-    if (it->second.has_string_value() && absl::SimpleAtod(it->second.string_value(), &v)) return v;
-    return 0;
-  };
-  auto str = [&](const char* key) -> std::string {
-    auto it = f.find(key);
-    return it != f.end() && it->second.has_string_value() ? it->second.string_value() : "";
-  };
-  repair::HealthEvent e;
-  e.device = default_device;
-  if (auto it = f.find("memdev"); it != f.end()) {
-    // "memN" as the kernel names memory devices; "mem" followed by anything else is no device.
-    if (!it->second.has_string_value()) {
-      return absl::InvalidArgumentError(
-          "\"memdev\" is not a string; give \"memN\" (N a device number)");
-    }
-    const std::string& memdev = it->second.string_value();
-    uint32_t n = 0;
-    if (!absl::StartsWith(memdev, "mem") || memdev.size() == 3 ||
-        !std::all_of(memdev.begin() + 3, memdev.end(), absl::ascii_isdigit) ||
-        !absl::SimpleAtoi(memdev.substr(3), &n)) {
-      return absl::InvalidArgumentError(absl::StrCat("\"memdev\" is \"", absl::CHexEscape(memdev),
-                                                     "\", not memN (N a device number)"));
-    }
-    e.device = n;
-  }
-  const std::string event = str("event");
-  if (event == "cxl_general_media") {
-    e.kind = repair::HealthEvent::Kind::kGeneralMedia;
-  } else if (event == "cxl_dram") {
-    e.kind = repair::HealthEvent::Kind::kDram;
-  } else if (event == "cxl_memory_module") {
-    e.kind = repair::HealthEvent::Kind::kMemoryModule;
-  } else if (event.rfind("cxl_", 0) == 0) {
-    e.kind = repair::HealthEvent::Kind::kOther;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a line names no cxl_* event (\"event\": \"", event, "\")"));
-  }
-  // `cxl monitor` prints the log as a number; the kernel's trace text, and ecd, by name.
-  const auto log = f.find("log");
-  std::string log_text;
-  e.log = -1;
-  if (log == f.end()) {
-    log_text = "missing";
-  } else if (log->second.has_string_value()) {
-    const std::string name = absl::AsciiStrToLower(log->second.string_value());
-    static constexpr const char* kNames[] = {"informational", "warning", "failure", "fatal"};
-    for (int i = 0; i < 4; ++i) {
-      if (name == kNames[i] || name == absl::StrCat(i)) e.log = i;
-    }
-    if (e.log < 0) {
-      log_text = absl::StrCat("\"", absl::CHexEscape(log->second.string_value()), "\"");
-    }
-  } else if (log->second.has_number_value()) {
-    const double v = log->second.number_value();
-    if (v == 0 || v == 1 || v == 2 || v == 3) e.log = static_cast<int>(v);
-    if (e.log < 0) log_text = absl::StrCat(v);
-  } else {
-    log_text = "not a string or a number";
-  }
-  if (e.log < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("\"log\" is ", log_text,
-                     ", not 0..3 or Informational, Warning, Failure or Fatal (any case)"));
-  }
-  const auto flags = Saturate<uint32_t>(num("hdr_flags"));
-  e.severity = static_cast<int>(flags & cxl::kFlagSeverityMask);
-  e.permanent = (flags & cxl::kFlagPermanentCondition) != 0;
-  e.maintenance_needed = (flags & cxl::kFlagMaintenanceNeeded) != 0;
-  e.performance_degraded = (flags & cxl::kFlagPerformanceDegraded) != 0;
-  e.replacement_needed = (flags & cxl::kFlagHardwareReplacementNeeded) != 0;
-  e.dpa = Saturate<uint64_t>(num("dpa")) & cxl::kDpaMask;
-  e.descriptor = Saturate<uint8_t>(num("descriptor"));
-  e.health_status = Saturate<uint8_t>(num("health_status"));
-  e.media_status = Saturate<uint8_t>(num("media_status"));
-  e.additional_status = Saturate<uint8_t>(num("add_status"));
-  e.life_used = Saturate<uint8_t>(num("life_used"));
-  e.temperature = Saturate<int16_t>(num("device_temp"));
-  e.description = line;
-  return e;
-}
-
 grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlIngestRequest* request,
                                 v1::CxlIngestResponse* response) {
   return gate_.Run(context, "Ingest", [&]() -> grpc::Status {
@@ -417,7 +306,7 @@ grpc::Status CxlService::Ingest(grpc::ServerContext* context, const v1::CxlInges
       const std::string& line = request->json_lines(i);
       // Blank lines are skipped, so that "line N" is the Nth line of the file ecctl sent.
       if (std::all_of(line.begin(), line.end(), absl::ascii_isspace)) continue;
-      absl::StatusOr<repair::HealthEvent> e = HealthEventFromJson(line, request->device());
+      absl::StatusOr<repair::HealthEvent> e = repair::HealthEventFromJson(line, request->device());
       absl::Status s = e.ok() ? policy_->Check(*e) : e.status();
       if (!s.ok())
         return Bad(absl::StrCat("line ", i + 1, ": ", s.message(), "; nothing ingested"));
@@ -443,9 +332,8 @@ grpc::Status CxlService::GetStats(grpc::ServerContext* context, const v1::CxlSta
     c["overflowed_records"] = s.overflowed_records;
     c["decode_errors"] = s.decode_errors;
     c["drain_errors"] = s.drain_errors;
-    for (const char* a : {"ignore", "count", "rebuild", "evacuate", "fail"}) {
-      c[absl::StrCat("action_", a)] = 0;
-    }
+    for (const auto& a : repair::kPolicyActions.entries())
+      c[absl::StrCat("action_", std::string(a.name))] = 0;
     for (const auto& [action, n] : policy_->counters()) c[absl::StrCat("action_", action)] = n;
     return grpc::Status::OK;
   });

@@ -50,17 +50,6 @@ class CxlService final : public v1::Cxl::Service {
   const Limits limits_;
 };
 
-// The policy's view of one JSON line printed by `cxl monitor` (or `ecctl cxl decode`).
-// "memdev": "memN" names device N; without "memdev" the event is `default_device`'s. "log" is
-// 0..3 (a number or a string) or Informational, Warning, Failure or Fatal in any case.
-// InvalidArgument, saying what is wrong, for a line that is not a JSON object, names no cxl_*
-// event, has a "memdev" that is not memN, or a "log" that is missing or none of those. Other
-// numbers are JSON doubles: a missing or unparsable one is 0, one outside its field's range
-// saturates (a negative one is 0), and a DPA above 2^53 comes out rounded as a double. Whether
-// the device and the DPA exist is for EventPolicy::Check.
-absl::StatusOr<repair::HealthEvent> HealthEventFromJson(const std::string& line,
-                                                        uint32_t default_device);
-
 // Builds the 128-byte record an Inject request describes. InvalidArgument for an unknown type.
 absl::StatusOr<cxl::EventRecord> RecordFromInject(const v1::CxlInjectRequest& request);
 

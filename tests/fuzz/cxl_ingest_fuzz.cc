@@ -1,4 +1,4 @@
-// Fuzzes the `ecctl cxl ingest` JSON line parser (daemon/cxl_service.h HealthEventFromJson), the
+// Fuzzes the `ecctl cxl ingest` JSON line parser (lib/repair/health_event_json.h), the
 // input an outside agent controls.
 //
 // Input: byte 0 picks the mode.
@@ -22,9 +22,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "daemon/cxl_service.h"
 #include "lib/cxl/event_record.h"
 #include "lib/repair/cxl_monitor.h"
+#include "lib/repair/health_event_json.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace ecd {
@@ -45,7 +45,7 @@ void RoundTrip(fuzz::Reader& in, bool add_memdev) {
   constexpr uint32_t kDefaultDevice = 7;
   std::string line = cxl::RecordToJson(*rec, cxl::EventLogName(log));
   if (add_memdev) line.insert(1, absl::StrCat("\"memdev\":\"mem", device, "\","));
-  absl::StatusOr<repair::HealthEvent> got = daemon::HealthEventFromJson(line, kDefaultDevice);
+  absl::StatusOr<repair::HealthEvent> got = repair::HealthEventFromJson(line, kDefaultDevice);
   FUZZ_CHECK(got.ok());
   CheckSane(*got, line);
   const repair::HealthEvent want =
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const std::string line(reinterpret_cast<const char*>(data) + 1, size - 1);
-  absl::StatusOr<ecd::repair::HealthEvent> e = ecd::daemon::HealthEventFromJson(line, 3);
+  absl::StatusOr<ecd::repair::HealthEvent> e = ecd::repair::HealthEventFromJson(line, 3);
   if (e.ok()) {
     ecd::CheckSane(*e, line);
   } else {
