@@ -130,16 +130,35 @@ void EncodeHeader(const Uuid& uuid, const EventHeader& h, Image& img) {
   PutBytes<kHeaderReservedOffset, kHeaderReservedSize>(img, h.reserved);
 }
 
-GeneralMediaRecord DecodeGeneralMedia(const Image& img) {
-  GeneralMediaRecord r;
+// The header and the media fields GMER and DER share, at the same offsets (0x30..0x3E) and
+// under the same member names; R is GeneralMediaRecord or DramRecord.
+template <typename R>
+void DecodeMediaCommon(const Image& img, R& r) {
   r.header = DecodeHeader(img);
   r.physical_address = GetLe<kPhysAddrOffset, 8>(img);
-  r.descriptor = static_cast<uint8_t>(GetLe<kDescriptorOffset, 1>(img));
-  r.type = GetEnum<GmerEventType>(img[kMemEventTypeOffset]);
+  r.descriptor = img[kDescriptorOffset];
+  r.type = GetEnum<decltype(r.type)>(img[kMemEventTypeOffset]);
   r.transaction_type = GetEnum<TransactionType>(img[kTransactionTypeOffset]);
   r.validity_flags = static_cast<uint16_t>(GetLe<kValidityOffset, 2>(img));
   r.channel = img[kChannelOffset];
   r.rank = img[kRankOffset];
+}
+
+template <typename R>
+void EncodeMediaCommon(const Uuid& uuid, const R& r, Image& img) {
+  EncodeHeader(uuid, r.header, img);
+  PutLe<kPhysAddrOffset, 8>(img, r.physical_address);
+  PutLe<kDescriptorOffset, 1>(img, r.descriptor);
+  PutLe<kMemEventTypeOffset, 1>(img, Raw(r.type));
+  PutLe<kTransactionTypeOffset, 1>(img, Raw(r.transaction_type));
+  PutLe<kValidityOffset, 2>(img, r.validity_flags);
+  PutLe<kChannelOffset, 1>(img, r.channel);
+  PutLe<kRankOffset, 1>(img, r.rank);
+}
+
+GeneralMediaRecord DecodeGeneralMedia(const Image& img) {
+  GeneralMediaRecord r;
+  DecodeMediaCommon(img, r);
   r.device = static_cast<uint32_t>(GetLe<kGmerDeviceOffset, 3>(img));
   r.component_id = GetBytes<kGmerComponentIdOffset, 16>(img);
   r.cme_threshold_ev_flags = img[kGmerCmeFlagsOffset];
@@ -150,14 +169,7 @@ GeneralMediaRecord DecodeGeneralMedia(const Image& img) {
 }
 
 void EncodeGeneralMedia(const GeneralMediaRecord& r, Image& img) {
-  EncodeHeader(kGeneralMediaUuid, r.header, img);
-  PutLe<kPhysAddrOffset, 8>(img, r.physical_address);
-  PutLe<kDescriptorOffset, 1>(img, r.descriptor);
-  PutLe<kMemEventTypeOffset, 1>(img, Raw(r.type));
-  PutLe<kTransactionTypeOffset, 1>(img, Raw(r.transaction_type));
-  PutLe<kValidityOffset, 2>(img, r.validity_flags);
-  PutLe<kChannelOffset, 1>(img, r.channel);
-  PutLe<kRankOffset, 1>(img, r.rank);
+  EncodeMediaCommon(kGeneralMediaUuid, r, img);
   PutLe<kGmerDeviceOffset, 3>(img, r.device);
   PutBytes<kGmerComponentIdOffset, 16>(img, r.component_id);
   PutLe<kGmerCmeFlagsOffset, 1>(img, r.cme_threshold_ev_flags);
@@ -168,14 +180,7 @@ void EncodeGeneralMedia(const GeneralMediaRecord& r, Image& img) {
 
 DramRecord DecodeDram(const Image& img) {
   DramRecord r;
-  r.header = DecodeHeader(img);
-  r.physical_address = GetLe<kPhysAddrOffset, 8>(img);
-  r.descriptor = img[kDescriptorOffset];
-  r.type = GetEnum<DramEventType>(img[kMemEventTypeOffset]);
-  r.transaction_type = GetEnum<TransactionType>(img[kTransactionTypeOffset]);
-  r.validity_flags = static_cast<uint16_t>(GetLe<kValidityOffset, 2>(img));
-  r.channel = img[kChannelOffset];
-  r.rank = img[kRankOffset];
+  DecodeMediaCommon(img, r);
   r.nibble_mask = static_cast<uint32_t>(GetLe<kDramNibbleMaskOffset, 3>(img));
   r.bank_group = img[kDramBankGroupOffset];
   r.bank = img[kDramBankOffset];
@@ -192,14 +197,7 @@ DramRecord DecodeDram(const Image& img) {
 }
 
 void EncodeDram(const DramRecord& r, Image& img) {
-  EncodeHeader(kDramUuid, r.header, img);
-  PutLe<kPhysAddrOffset, 8>(img, r.physical_address);
-  PutLe<kDescriptorOffset, 1>(img, r.descriptor);
-  PutLe<kMemEventTypeOffset, 1>(img, Raw(r.type));
-  PutLe<kTransactionTypeOffset, 1>(img, Raw(r.transaction_type));
-  PutLe<kValidityOffset, 2>(img, r.validity_flags);
-  PutLe<kChannelOffset, 1>(img, r.channel);
-  PutLe<kRankOffset, 1>(img, r.rank);
+  EncodeMediaCommon(kDramUuid, r, img);
   PutLe<kDramNibbleMaskOffset, 3>(img, r.nibble_mask);
   PutLe<kDramBankGroupOffset, 1>(img, r.bank_group);
   PutLe<kDramBankOffset, 1>(img, r.bank);
