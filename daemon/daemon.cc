@@ -44,14 +44,6 @@ store::NamespaceFactory NamespaceFactoryFor(nvme::DeviceOptions nvme,
   return factory;
 }
 
-Daemon::ForgetSuspectListener::~ForgetSuspectListener() {
-  if (store != nullptr) store->admin().SetSuspectListener(nullptr);
-}
-
-Daemon::ForgetPeerResolver::~ForgetPeerResolver() {
-  if (set) SetFdPeerResolver(nullptr);
-}
-
 namespace {
 
 // Blocks the signals Serve takes with sigwait in the calling thread, and so in every thread it
@@ -177,7 +169,9 @@ absl::Status Daemon::StartRepair() {
     spec.reason = reason;
     planner_->Submit(spec);
   });
-  forget_suspect_listener_.store = store_.get();
+  forget_suspect_listener_.undo = [store = store_.get()] {
+    store->admin().SetSuspectListener(nullptr);
+  };
   scrubber_ = std::make_unique<repair::Scrubber>(store_.get(), options_.scrub);
   metrics_.AttachRepair(planner_.get(), scrubber_.get());
   policy_ = std::make_unique<repair::EventPolicy>(store_.get(), planner_.get(), options_.policy);
@@ -230,7 +224,7 @@ absl::Status Daemon::StartServing() {
   if (own_tcp_) {
     const TcpAcceptor* tcp = serving.acceptor.get();
     SetFdPeerResolver([tcp](int fd) { return tcp->PeerOf(fd); });
-    forget_peer_resolver_.set = true;
+    forget_peer_resolver_.undo = [] { SetFdPeerResolver(nullptr); };
   }
   serving.build = [this](int* tcp_port) { return BuildServer(tcp_port); };
   // Every gRPC connection holds a descriptor. Raised here, once every refusal to start has been

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -75,6 +76,15 @@ class Daemon {
   std::unique_ptr<grpc::Server> BuildServer(int* tcp_port);
   void ReloadTokens();
 
+  // Runs `undo`, when one was set, as the member is destroyed: a start step that registers
+  // something with an earlier member sets one, placed where the registration must end.
+  struct UndoOnDestroy {
+    std::function<void()> undo;
+    ~UndoOnDestroy() {
+      if (undo) undo();
+    }
+  };
+
   // Components in the order they start; the destructor stops them in reverse.
   // SIGINT, SIGTERM and SIGHUP, blocked first: before any member starts a thread.
   const sigset_t signals_;
@@ -86,10 +96,7 @@ class Daemon {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<repair::RepairPlanner> planner_;
   // Takes the store's suspect listener (which calls planner_) back before planner_ goes.
-  struct ForgetSuspectListener {
-    store::Store* store = nullptr;
-    ~ForgetSuspectListener();
-  } forget_suspect_listener_;
+  UndoOnDestroy forget_suspect_listener_;
   std::unique_ptr<repair::Scrubber> scrubber_;
   std::unique_ptr<repair::EventPolicy> policy_;
   std::unique_ptr<repair::CxlMonitor> cxl_monitor_;
@@ -105,10 +112,7 @@ class Daemon {
   uint32_t max_connections_ = 0;  // Of the plaintext listener ecd accepts itself.
   std::unique_ptr<GrpcServing> serving_;
   // Forgets the peer resolver, which reads serving_'s acceptor, before serving_ goes.
-  struct ForgetPeerResolver {
-    bool set = false;
-    ~ForgetPeerResolver();
-  } forget_peer_resolver_;
+  UndoOnDestroy forget_peer_resolver_;
   std::unique_ptr<HttpEndpoint> http_;  // Reads serving_ and stream_idle_: stops first.
 };
 
