@@ -18,6 +18,7 @@
 #include "client/transfer.h"
 #include "ecd/tools/ecctl.pb.h"
 #include "ecd/v1/ecd.grpc.pb.h"
+#include "lib/util/printable.h"
 #include "lib/util/size.h"
 
 namespace ecd::client {
@@ -94,18 +95,19 @@ absl::Status Encode(ClientCore& c, const EncodeArgs& a) {
   auto context = c.Context();
   v1::EncodeResponse response;
   auto writer = c.RawWriter("/ecd.v1.Objects/Encode", context.get(), &response);
-  ProgressBar progress = c.Progress(absl::StrCat("encode ", name), ProgressUnit::Bytes());
+  ProgressBar progress =
+      c.Progress(absl::StrCat("encode ", Printable(name)), ProgressUnit::Bytes());
   ECCTL_RETURN_IF_ERROR(StreamFile(fd, a.file, request, *writer, *context, progress));
   CloseInput(fd);
   writer->WritesDone();
-  ECCTL_RETURN_IF_ERROR(c.Check(writer->Finish(), absl::StrCat("encode ", name)));
+  ECCTL_RETURN_IF_ERROR(c.Check(writer->Finish(), absl::StrCat("encode ", Printable(name))));
   progress.Clear();
   if (c.globals().json) {
     PrintJson(response);
     return absl::OkStatus();
   }
   const v1::ObjectInfo& o = response.object();
-  std::printf("encoded %s: %s in %llu stripes of %s x %s (%s)\n", o.name().c_str(),
+  std::printf("encoded %s: %s in %llu stripes of %s x %s (%s)\n", Printable(o.name()).c_str(),
               FormatSize(o.size()).c_str(), static_cast<unsigned long long>(o.stripe_count()),
               Shape(o).c_str(), FormatSize(o.block_size()).c_str(), MatrixName(o.matrix()));
   return absl::OkStatus();
@@ -131,9 +133,10 @@ absl::Status Read(ClientCore& c, const ReadArgs& a) {
   request.set_length(range.length);
   auto context = c.Context();
   auto reader = c.RawReader("/ecd.v1.Objects/Read", context.get(), request);
-  ProgressBar progress = c.Progress(absl::StrCat("read ", a.name), ProgressUnit::Bytes());
-  ECCTL_ASSIGN_OR_RETURN(const Streamed got, SaveStream(c, absl::StrCat("read ", a.name), *context,
-                                                        *reader, a.out, range, progress));
+  ProgressBar progress =
+      c.Progress(absl::StrCat("read ", Printable(a.name)), ProgressUnit::Bytes());
+  ECCTL_ASSIGN_OR_RETURN(const Streamed got, SaveStream(c, absl::StrCat("read ", Printable(a.name)),
+                                                        *context, *reader, a.out, range, progress));
   progress.Clear();
   if (c.globals().json) {
     tools::ReadResult result;
@@ -168,7 +171,7 @@ absl::Status BlockGet(ClientCore& c, const BlockGetArgs& a) {
   auto context = c.Context();
   auto reader = c.RawReader("/ecd.v1.Objects/GetBlock", context.get(), request);
   const std::string what =
-      absl::StrCat("block get ", a.name, " stripe ", a.stripe, " index ", a.index);
+      absl::StrCat("block get ", Printable(a.name), " stripe ", a.stripe, " index ", a.index);
   ProgressBar progress = c.Progress(what, ProgressUnit::Bytes());
   ECCTL_ASSIGN_OR_RETURN(const Streamed got,
                          SaveStream(c, what, *context, *reader, a.out, ByteRange{}, progress));
@@ -197,13 +200,14 @@ absl::Status Recover(ClientCore& c, const std::string& name, bool missing_only) 
   request.set_missing_only(missing_only);
   auto context = c.Context();
   auto reader = c.objects().Recover(context.get(), request);
-  ProgressBar progress = c.Progress(absl::StrCat("recover ", name), ProgressUnit::Items("stripes"));
+  ProgressBar progress =
+      c.Progress(absl::StrCat("recover ", Printable(name)), ProgressUnit::Items("stripes"));
   v1::RecoverProgress p, last;
   while (reader->Read(&p)) {
     last = p;
     progress.Update(p.stripes_done(), p.stripes_total());
   }
-  ECCTL_RETURN_IF_ERROR(c.Check(reader->Finish(), absl::StrCat("recover ", name)));
+  ECCTL_RETURN_IF_ERROR(c.Check(reader->Finish(), absl::StrCat("recover ", Printable(name))));
   progress.Clear();
   if (c.globals().json) {
     PrintJson(last);
@@ -399,7 +403,8 @@ absl::Status Update(ClientCore& c, const UpdateArgs& a) {
   auto context = c.Context();
   v1::UpdateResponse response;
   auto writer = c.RawWriter("/ecd.v1.Objects/Update", context.get(), &response);
-  ProgressBar progress = c.Progress(absl::StrCat("update ", a.name), ProgressUnit::Bytes());
+  ProgressBar progress =
+      c.Progress(absl::StrCat("update ", Printable(a.name)), ProgressUnit::Bytes());
   if (a.hex_given) {
     request.set_data(inline_bytes);
     grpc::Slice message(request.SerializeAsString());
@@ -411,18 +416,18 @@ absl::Status Update(ClientCore& c, const UpdateArgs& a) {
     CloseInput(fd);
   }
   writer->WritesDone();
-  ECCTL_RETURN_IF_ERROR(c.Check(writer->Finish(), absl::StrCat("update ", a.name)));
+  ECCTL_RETURN_IF_ERROR(c.Check(writer->Finish(), absl::StrCat("update ", Printable(a.name))));
   progress.Clear();
   if (c.globals().json) {
     PrintJson(response);
     return absl::OkStatus();
   }
   const v1::ObjectInfo& o = response.object();
-  std::printf("updated %s: %llu bytes at offset %llu; now version %llu, %s (%llu bytes)\n",
-              o.name().c_str(), static_cast<unsigned long long>(response.bytes_written()),
-              static_cast<unsigned long long>(*offset),
-              static_cast<unsigned long long>(o.version()), FormatSize(o.size()).c_str(),
-              static_cast<unsigned long long>(o.size()));
+  std::printf(
+      "updated %s: %llu bytes at offset %llu; now version %llu, %s (%llu bytes)\n",
+      Printable(o.name()).c_str(), static_cast<unsigned long long>(response.bytes_written()),
+      static_cast<unsigned long long>(*offset), static_cast<unsigned long long>(o.version()),
+      FormatSize(o.size()).c_str(), static_cast<unsigned long long>(o.size()));
   return absl::OkStatus();
 }
 
@@ -435,15 +440,15 @@ absl::Status Stat(ClientCore& c, const std::string& name, bool blocks, bool veri
   request.set_verify(verify);
   v1::StatResponse response;
   auto context = c.Context();
-  ECCTL_RETURN_IF_ERROR(
-      c.Check(c.objects().Stat(context.get(), request, &response), absl::StrCat("stat ", name)));
+  ECCTL_RETURN_IF_ERROR(c.Check(c.objects().Stat(context.get(), request, &response),
+                                absl::StrCat("stat ", Printable(name))));
   if (c.globals().json) {
     PrintJson(response);
     return absl::OkStatus();
   }
   const v1::ObjectInfo& o = response.object();
   const uint64_t width = o.data_blocks() + o.parity_blocks();
-  std::printf("name:             %s\n", o.name().c_str());
+  std::printf("name:             %s\n", Printable(o.name()).c_str());
   std::printf("size:             %s (%llu bytes)\n", FormatSize(o.size()).c_str(),
               static_cast<unsigned long long>(o.size()));
   std::printf("version:          %llu\n", static_cast<unsigned long long>(o.version()));
@@ -483,7 +488,7 @@ absl::Status List(ClientCore& c) {
   std::printf("%-32s %12s %-6s %-12s %8s %9s\n", "NAME", "SIZE", "SHAPE", "MATRIX", "STRIPES",
               "DEGRADED");
   for (const v1::ObjectInfo& o : response.objects()) {
-    std::printf("%-32s %12s %-6s %-12s %8llu %9llu\n", o.name().c_str(),
+    std::printf("%-32s %12s %-6s %-12s %8llu %9llu\n", Printable(o.name()).c_str(),
                 FormatSize(o.size()).c_str(), Shape(o).c_str(), MatrixName(o.matrix()),
                 static_cast<unsigned long long>(o.stripe_count()),
                 static_cast<unsigned long long>(o.degraded_stripes()));
@@ -496,8 +501,8 @@ absl::Status Remove(ClientCore& c, const std::string& name) {
   request.set_name(name);
   v1::DeleteResponse response;
   auto context = c.Context();
-  ECCTL_RETURN_IF_ERROR(
-      c.Check(c.objects().Delete(context.get(), request, &response), absl::StrCat("rm ", name)));
+  ECCTL_RETURN_IF_ERROR(c.Check(c.objects().Delete(context.get(), request, &response),
+                                absl::StrCat("rm ", Printable(name))));
   if (c.globals().json) {
     PrintJson(response);
     return absl::OkStatus();

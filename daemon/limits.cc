@@ -9,8 +9,8 @@ namespace ecd::daemon {
 
 LimitFlags::LimitFlags(CLI::App& app, Limits& limits) : limits_(limits) {
   app.add_option("--max-name-length", limits.max_name_length,
-                 "Longest object name in bytes (names are UTF-8 without '/', '\\\\' or control "
-                 "characters)")
+                 "Longest object name in bytes (names are UTF-8 relative paths without '\\\\' or "
+                 "control characters)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--max-object-size", object_size_,

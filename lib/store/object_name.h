@@ -14,14 +14,16 @@ namespace ecd::store {
 // The default of StoreOptions::max_name_length (ecd --max-name-length).
 inline constexpr size_t kDefaultMaxNameLength = 1024;
 
-// OK when `name` is 1..max_length bytes of valid UTF-8 with no '/', '\\', NUL or other control
-// character (bytes below 0x20, and 0x7f) and is not "." or "..". Otherwise InvalidArgument
-// whose message names the rule broken (and the limit, for the length); the message never
-// contains the name's control characters or invalid bytes (they are escaped).
+// OK when `name` is 1..max_length bytes of valid UTF-8 with no NUL, '\\' or terminal control
+// (C0 and C1 controls, DEL, bidirectional formatting: IsTerminalControl), and is a relative path:
+// it may hold '/', but does not start with one, and has no empty, "." or ".." segment ("a//b",
+// "a/", "./a" and "a/../b" are refused). Otherwise InvalidArgument whose message names the rule
+// broken (and the limit, for the length); the message never contains the name's control
+// characters or invalid bytes (they are escaped).
 absl::Status ValidateObjectName(absl::string_view name, size_t max_length);
 
-// `name` fit to quote in a message: printable ASCII and valid UTF-8 as is, every other byte (and
-// '\\') as \xNN; only the characters that start in the first 64 bytes are kept (then "...").
+// `name` fit to quote in a message (Printable): only the characters that start in the first 64
+// bytes are kept (then "...").
 std::string EscapeName(absl::string_view name);
 
 }  // namespace ecd::store

@@ -1,5 +1,5 @@
-// Tests ValidateObjectName: every rule, its boundary, and messages that name the rule and the
-// limit without echoing control characters.
+// Tests ValidateObjectName: every rule (characters, length, paths), its boundary, and messages
+// that name the rule and the limit without echoing control characters.
 #include "lib/store/object_name.h"
 
 #include <gtest/gtest.h>
@@ -47,11 +47,39 @@ TEST(ObjectNameTest, RefusesEmptyAndDotNames) {
   EXPECT_HAS(Message(".."), "\"..\" is not allowed");
 }
 
-TEST(ObjectNameTest, RefusesPathSeparators) {
-  for (absl::string_view name : {"a/b", "/a", "a/", "a\\b"}) {
-    EXPECT_HAS(Message(name), "path separator");
+TEST(ObjectNameTest, AcceptsRelativePaths) {
+  for (absl::string_view name :
+       {"a/b", "backup/2026/notes.txt", "a/.b/c..", "x/...", "dir/caf\xc3\xa9/f"}) {
+    EXPECT_TRUE(ValidateObjectName(name, 1024).ok()) << name;
   }
-  EXPECT_HAS(Message("ab/c"), "at byte 2");
+}
+
+TEST(ObjectNameTest, RefusesALeadingSlashAndEmptyOrDotSegments) {
+  EXPECT_HAS(Message("/a"), "starts with '/'");
+  EXPECT_HAS(Message("/"), "starts with '/'");
+  EXPECT_HAS(Message("a//b"), "an empty path segment at byte 2");
+  EXPECT_HAS(Message("a/"), "an empty path segment at byte 2");
+  EXPECT_HAS(Message("./a"), "a \".\" segment at byte 0");
+  EXPECT_HAS(Message("a/./b"), "a \".\" segment at byte 2");
+  EXPECT_HAS(Message("a/../b"), "a \"..\" segment at byte 2");
+  EXPECT_HAS(Message("a/.."), "a \"..\" segment at byte 2");
+  EXPECT_HAS(Message("a\\b"), "backslash at byte 1");
+}
+
+TEST(ObjectNameTest, RefusesC1AndBidirectionalControls) {
+  EXPECT_HAS(Message("x\xc2\x9by"), "U+009B");
+  const std::string m = Message("evil\xe2\x80\xaetxt.exe");
+  EXPECT_HAS(m, "U+202E");
+  EXPECT_HAS(m, "at byte 4 of \"evil\\u{202e}txt.exe\"");
+  EXPECT_EQ(m.find("\xe2\x80\xae"), std::string::npos);
+  for (absl::string_view name : {"a\xe2\x81\xa6"
+                                 "b",
+                                 "a\xe2\x80\x8f"
+                                 "b",
+                                 "a\xd8\x9c"
+                                 "b"}) {
+    EXPECT_HAS(Message(name), "bidirectional");
+  }
 }
 
 TEST(ObjectNameTest, RefusesNulAndControlCharactersWithoutEchoingThem) {
@@ -89,6 +117,7 @@ TEST(ObjectNameTest, RefusesInvalidUtf8) {
 
 TEST(ObjectNameTest, EscapeNameKeepsTextAndCutsLongNames) {
   EXPECT_EQ(EscapeName("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(EscapeName("a/b"), "a/b");
   EXPECT_EQ(EscapeName("a\x01\xff\\"), "a\\x01\\xff\\x5c");
   EXPECT_EQ(EscapeName(std::string(100, 'n')), std::string(64, 'n') + "...");
 }

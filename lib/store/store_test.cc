@@ -641,9 +641,11 @@ TEST_F(StoreTest, RefusesBadNamesOnEveryCall) {
   const auto data = RandomBytes(5000, 11);
   ASSERT_TRUE(Put("ok", data).ok());
   const uint64_t free_before = TotalFree();
-  for (const std::string& bad :
-       {std::string("a/b"), std::string("a\\b"), std::string("a\nb"), std::string("x\0y", 3),
-        std::string(".."), std::string(1025, 'n'), std::string("\xff")}) {
+  for (const std::string& bad : {std::string("/a"), std::string("a//b"), std::string("a/../b"),
+                                 std::string("a\\b"), std::string("a\nb"), std::string("x\0y", 3),
+                                 std::string(".."), std::string(1025, 'n'), std::string("\xff"),
+                                 std::string("a\xe2\x80\xae"
+                                             "b")}) {
     absl::Status put = Put(bad, data).status();
     EXPECT_TRUE(absl::IsInvalidArgument(put)) << put;
     EXPECT_EQ(put.message().find('\n'), absl::string_view::npos);

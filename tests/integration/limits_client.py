@@ -111,8 +111,15 @@ def round_trip(tag):
 
 def check_names():
     IA = grpc.StatusCode.INVALID_ARGUMENT
-    expect(IA, ["path separator"], lambda: encode("a/b", b"x"), "name with '/'")
-    expect(IA, ["path separator"], lambda: encode("a\\b", b"x"), "name with '\\'")
+    expect(IA, ["starts with '/'"], lambda: encode("/a", b"x"), "name with a leading '/'")
+    expect(IA, ["backslash"], lambda: encode("a\\b", b"x"), "name with '\\'")
+    expect(IA, ["U+202E", "\\u{202e}"], lambda: encode("a\u202eb", b"x"),
+           "name with a right-to-left override")
+    encode("dir/sub/f", b"x")  # A relative path is a name.
+    if read("dir/sub/f") != b"x":
+        fail("dir/sub/f read back different bytes")
+    objects.Delete(pb.DeleteRequest(name="dir/sub/f"), timeout=10)
+    ok("a name with '/' is stored, read and deleted")
     expect(IA, ["33 bytes", "limit is 32 bytes", "--max-name-length"],
            lambda: encode("n" * 33, b"x"), "name of 33 bytes")
     encode("n" * 32, b"x")  # The limit itself is allowed.
@@ -125,14 +132,15 @@ def check_names():
     expect(IA, ["NUL"], lambda: read("a\0b"), "read of a name with NUL")
     expect(IA, ['".." is not allowed'], lambda: encode("..", b"x"), "name ..")
     for what, call in [
-        ("stat", lambda: objects.Stat(pb.StatRequest(name="x/y"), timeout=10)),
-        ("delete", lambda: objects.Delete(pb.DeleteRequest(name="x/y"), timeout=10)),
-        ("block get", lambda: list(objects.GetBlock(pb.GetBlockRequest(name="x/y"), timeout=10))),
-        ("recover", lambda: list(objects.Recover(pb.RecoverRequest(name="x/y"), timeout=10))),
+        ("stat", lambda: objects.Stat(pb.StatRequest(name="x/../y"), timeout=10)),
+        ("delete", lambda: objects.Delete(pb.DeleteRequest(name="x/../y"), timeout=10)),
+        ("block get",
+         lambda: list(objects.GetBlock(pb.GetBlockRequest(name="x/../y"), timeout=10))),
+        ("recover", lambda: list(objects.Recover(pb.RecoverRequest(name="x/../y"), timeout=10))),
         ("update", lambda: objects.Update(iter([pb.UpdateRequest(
-            header=pb.UpdateHeader(name="x/y"), data=b"z")]), timeout=10)),
+            header=pb.UpdateHeader(name="x/../y"), data=b"z")]), timeout=10)),
     ]:
-        expect(IA, ["path separator"], call, "%s of a name with '/'" % what)
+        expect(IA, ['".." segment'], call, "%s of a name with a '..' segment" % what)
     expect(grpc.StatusCode.NOT_FOUND, ["not found"], lambda: read("missing"),
            "a valid name that is missing")
     check_names_not_utf8()

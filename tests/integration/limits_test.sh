@@ -45,8 +45,8 @@ head -c 100000 /dev/urandom >"$WORK/keep.bin"
 ecctl encode "$WORK/keep.bin" --name keep >/dev/null
 
 step "ecctl: names and a declared size over the limit"
-expect_error INVALID_ARGUMENT ecctl encode "$WORK/keep.bin" --name "a/b"
-grep -q "path separator" "$WORK/err" || fail "the '/' refusal does not say path separator"
+expect_error INVALID_ARGUMENT ecctl encode "$WORK/keep.bin" --name "a//b"
+grep -q "empty path segment" "$WORK/err" || fail "the '//' refusal does not say empty path segment"
 expect_error INVALID_ARGUMENT ecctl stat "$(printf 'a\tb')"
 grep -q 'control character 0x09' "$WORK/err" || fail "the tab refusal does not name it"
 # ecctl names the object as given; the daemon's message (after the code) escapes it.
