@@ -70,6 +70,10 @@ class Catalog : public ObjectCatalog {
   absl::StatusOr<int> DropPendingObjects() override;
   absl::StatusOr<ObjectRecord> GetObject(absl::string_view name) override;
   absl::StatusOr<std::vector<ObjectRecord>> ListObjects() override;
+  absl::StatusOr<std::vector<ObjectRecord>> ListObjectsFrom(absl::string_view from, bool after,
+                                                            absl::string_view before,
+                                                            size_t limit) override;
+  absl::StatusOr<ObjectTotals> CountObjects() override;
   absl::Status ForEachEmptyObject(
       const std::function<absl::Status(const ObjectRecord&)>& fn) override;
 

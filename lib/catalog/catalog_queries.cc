@@ -267,6 +267,42 @@ absl::StatusOr<std::vector<ObjectRecord>> Catalog::ListObjects() {
   return out;
 }
 
+absl::StatusOr<std::vector<ObjectRecord>> Catalog::ListObjectsFrom(absl::string_view from,
+                                                                   bool after,
+                                                                   absl::string_view before,
+                                                                   size_t limit) {
+  MutexLock lock(mu_);
+  // Two forms rather than "(?2 = '' OR name < ?2)": the index on name then bounds the scan at
+  // both ends, so an empty range costs one seek.
+  const std::string sql = absl::StrCat(
+      "SELECT ", kObjectColumns, " FROM objects WHERE name ", after ? ">" : ">=", " ?1",
+      before.empty() ? "" : " AND name < ?3", " AND state = 'committed' ORDER BY name LIMIT ?2");
+  Statement s(db_, sql.c_str());
+  s.Bind(1, from).Bind(2, static_cast<int64_t>(limit));
+  if (!before.empty()) s.Bind(3, before);
+  std::vector<ObjectRecord> out;
+  for (;;) {
+    absl::StatusOr<bool> row = s.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    absl::StatusOr<ObjectRecord> o = ReadObject(s);
+    if (!o.ok()) return o.status();
+    out.push_back(*std::move(o));
+  }
+}
+
+absl::StatusOr<ObjectTotals> Catalog::CountObjects() {
+  MutexLock lock(mu_);
+  Statement s(db_,
+              "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM objects WHERE state = 'committed'");
+  absl::StatusOr<bool> row = s.Step();
+  if (!row.ok()) return row.status();
+  ObjectTotals t;
+  t.objects = static_cast<uint64_t>(s.Int(0));
+  t.bytes = static_cast<uint64_t>(s.Int(1));
+  return t;
+}
+
 absl::StatusOr<std::vector<BlockRecord>> Catalog::GetBlocks(int64_t object_id,
                                                             uint64_t first_stripe,
                                                             uint64_t stripe_count) {

@@ -49,6 +49,12 @@ struct ObjectRecord {
   uint64_t version = 1;
 };
 
+// How many committed objects there are and how many bytes they hold (their sizes).
+struct ObjectTotals {
+  uint64_t objects = 0;
+  uint64_t bytes = 0;
+};
+
 struct BlockRecord {
   uint64_t stripe = 0;
   uint32_t index = 0;  // 0..M-1 data, M..M+K-1 parity.

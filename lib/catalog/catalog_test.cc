@@ -105,6 +105,30 @@ TEST_F(CatalogTest, PendingObjectIsInvisibleUntilCommitted) {
   EXPECT_EQ((*got)[2].crc32c, 0xDEADBEEFu);
 }
 
+TEST_F(CatalogTest, ListObjectsFromIsBoundedAndCountsSkipPendingObjects) {
+  for (const char* name : {"a/1", "a/2", "a/3", "b", "c"}) {
+    auto id = catalog_->CreatePendingObject(Object(name));
+    ASSERT_TRUE(id.ok()) << id.status();
+    ASSERT_TRUE(catalog_->CommitObject(*id, 1000, 1).ok());
+  }
+  ASSERT_TRUE(catalog_->CreatePendingObject(Object("a/25")).ok());  // pending: never listed
+  const auto names = [](const absl::StatusOr<std::vector<ObjectRecord>>& got) {
+    std::vector<std::string> out;
+    for (const ObjectRecord& o : *got) out.push_back(o.name);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(names(catalog_->ListObjectsFrom("a/", false, "a0", 10)), (V{"a/1", "a/2", "a/3"}));
+  EXPECT_EQ(names(catalog_->ListObjectsFrom("a/2", true, "a0", 10)), (V{"a/3"}));
+  EXPECT_EQ(names(catalog_->ListObjectsFrom("a/2", false, "", 2)), (V{"a/2", "a/3"}));
+  EXPECT_EQ(names(catalog_->ListObjectsFrom("b", true, "", 10)), (V{"c"}));
+  EXPECT_TRUE(catalog_->ListObjectsFrom("c", true, "", 10)->empty());
+  absl::StatusOr<ObjectTotals> totals = catalog_->CountObjects();
+  ASSERT_TRUE(totals.ok()) << totals.status();
+  EXPECT_EQ(totals->objects, 5u);
+  EXPECT_EQ(totals->bytes, 5000u);
+}
+
 TEST_F(CatalogTest, DropPendingRemovesUnfinishedEncodes) {
   auto id = catalog_->CreatePendingObject(Object("half"));
   ASSERT_TRUE(id.ok());

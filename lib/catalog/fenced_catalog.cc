@@ -134,6 +134,15 @@ absl::StatusOr<std::vector<ObjectRecord>> FencedCatalog::ListObjects() {
   return inner_->ListObjects();
 }
 
+absl::StatusOr<std::vector<ObjectRecord>> FencedCatalog::ListObjectsFrom(absl::string_view from,
+                                                                         bool after,
+                                                                         absl::string_view before,
+                                                                         size_t limit) {
+  return inner_->ListObjectsFrom(from, after, before, limit);
+}
+
+absl::StatusOr<ObjectTotals> FencedCatalog::CountObjects() { return inner_->CountObjects(); }
+
 absl::Status FencedCatalog::ForEachEmptyObject(
     const std::function<absl::Status(const ObjectRecord&)>& fn) {
   return inner_->ForEachEmptyObject(fn);

@@ -54,6 +54,10 @@ class FencedCatalog final : public ObjectCatalog {
   absl::StatusOr<std::vector<DeviceRecord>> ListDevices() override;
   absl::StatusOr<ObjectRecord> GetObject(absl::string_view name) override;
   absl::StatusOr<std::vector<ObjectRecord>> ListObjects() override;
+  absl::StatusOr<std::vector<ObjectRecord>> ListObjectsFrom(absl::string_view from, bool after,
+                                                            absl::string_view before,
+                                                            size_t limit) override;
+  absl::StatusOr<ObjectTotals> CountObjects() override;
   absl::Status ForEachEmptyObject(
       const std::function<absl::Status(const ObjectRecord&)>& fn) override;
   absl::StatusOr<std::vector<BlockRecord>> GetBlocks(int64_t object_id, uint64_t first_stripe,

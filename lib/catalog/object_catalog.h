@@ -129,6 +129,16 @@ class ObjectCatalog {
   virtual absl::StatusOr<ObjectRecord> GetObject(absl::string_view name) = 0;
   // Every committed object, by name.
   virtual absl::StatusOr<std::vector<ObjectRecord>> ListObjects() = 0;
+  // Up to `limit` committed objects by name (bytewise, as UTF-8 sorts by code point) whose names
+  // are at least `from` (greater than `from` when `after`) and, when `before` is not empty,
+  // less than `before`. The cost follows `limit`, not the number of objects.
+  virtual absl::StatusOr<std::vector<ObjectRecord>> ListObjectsFrom(absl::string_view from,
+                                                                    bool after,
+                                                                    absl::string_view before,
+                                                                    size_t limit) = 0;
+  // The number of committed objects and the sum of their sizes (a scan of every object: the
+  // store counts once as it opens and keeps the counts from there on).
+  virtual absl::StatusOr<ObjectTotals> CountObjects() = 0;
   // Calls `fn` for every committed object without stripes, by id; stops at the first error `fn`
   // returns, and returns it.
   virtual absl::Status ForEachEmptyObject(
