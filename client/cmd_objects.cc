@@ -28,14 +28,6 @@ namespace v1 = ecd::v1;
 namespace tools = ecd::tools;
 using ecd::FormatSize;
 
-const char* MatrixName(v1::MatrixType t) {
-  return t == v1::MATRIX_TYPE_VANDERMONDE ? "vandermonde" : "cauchy";
-}
-
-std::string Shape(const v1::ObjectInfo& o) {
-  return absl::StrCat(o.data_blocks(), "+", o.parity_blocks());
-}
-
 // Parses a size option that may be empty (0); exit code 2 if it is not a size.
 absl::StatusOr<uint64_t> OptionalSize(const char* flag, const std::string& text) {
   if (text.empty()) return 0;
@@ -241,15 +233,25 @@ struct ScrubArgs {
 
 // The bytes of every block a scrub of `name` (empty: every object) reads; 0 if unknown.
 uint64_t ScrubBytes(ClientCore& c, const std::string& name) {
-  v1::ListResponse response;
-  auto context = c.Context();
-  if (!c.objects().List(context.get(), v1::ListRequest(), &response).ok()) return 0;
-  uint64_t total = 0;
-  for (const v1::ObjectInfo& o : response.objects()) {
-    if (!name.empty() && o.name() != name) continue;
-    total += o.stripe_count() * (o.data_blocks() + o.parity_blocks()) * o.block_size();
+  const auto blocks = [](const v1::ObjectInfo& o) {
+    return o.stripe_count() * (o.data_blocks() + o.parity_blocks()) * o.block_size();
+  };
+  if (!name.empty()) {
+    v1::StatRequest request;
+    request.set_name(name);
+    v1::StatResponse response;
+    auto context = c.Context();
+    if (!c.objects().Stat(context.get(), request, &response).ok()) return 0;
+    return blocks(response.object());
   }
-  return total;
+  uint64_t total = 0;
+  v1::ListRequest request;
+  request.set_page_size(10000);
+  absl::Status listed = ForEachListPage(c, request, "scrub", [&](v1::ListResponse& page) {
+    for (const v1::ObjectInfo& o : page.objects()) total += blocks(o);
+    return absl::OkStatus();
+  });
+  return listed.ok() ? total : 0;
 }
 
 // Exit code 4 (and the one line) when a scrub left damage behind or, checking only, found some.
@@ -476,26 +478,6 @@ absl::Status Stat(ClientCore& c, const std::string& name, bool blocks, bool veri
   return absl::OkStatus();
 }
 
-absl::Status List(ClientCore& c) {
-  v1::ListResponse response;
-  auto context = c.Context();
-  ECCTL_RETURN_IF_ERROR(
-      c.Check(c.objects().List(context.get(), v1::ListRequest(), &response), "ls"));
-  if (c.globals().json) {
-    PrintJson(response);
-    return absl::OkStatus();
-  }
-  std::printf("%-32s %12s %-6s %-12s %8s %9s\n", "NAME", "SIZE", "SHAPE", "MATRIX", "STRIPES",
-              "DEGRADED");
-  for (const v1::ObjectInfo& o : response.objects()) {
-    std::printf("%-32s %12s %-6s %-12s %8llu %9llu\n", Printable(o.name()).c_str(),
-                FormatSize(o.size()).c_str(), Shape(o).c_str(), MatrixName(o.matrix()),
-                static_cast<unsigned long long>(o.stripe_count()),
-                static_cast<unsigned long long>(o.degraded_stripes()));
-  }
-  return absl::OkStatus();
-}
-
 absl::Status Remove(ClientCore& c, const std::string& name) {
   v1::DeleteRequest request;
   request.set_name(name);
@@ -591,8 +573,7 @@ void AddStat(CLI::App& app, Selected& selected) {
   OnRun(sub, selected, [a](ClientCore& c) { return Stat(c, a->name, a->blocks, a->verify); });
 }
 
-void AddListAndRemove(CLI::App& app, Selected& selected) {
-  OnRun(app.add_subcommand("ls", "List objects"), selected, List);
+void AddRemove(CLI::App& app, Selected& selected) {
   auto name = std::make_shared<std::string>();
   auto* rm = app.add_subcommand("rm", "Delete an object");
   rm->add_option("NAME", *name, "Object name")->required();
@@ -620,7 +601,7 @@ void AddObjectCommands(CLI::App& app, Selected& selected) {
   AddRecover(app, selected);
   AddScrub(app, selected);
   AddStat(app, selected);
-  AddListAndRemove(app, selected);
+  AddRemove(app, selected);
   AddBlock(app, selected);
 }
 

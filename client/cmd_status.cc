@@ -47,20 +47,17 @@ absl::Status AddDevices(ClientCore& c, tools::Status& s) {
   return absl::OkStatus();
 }
 
+// The object counts (one Objects.Count: kept counts, never a listing).
 absl::Status AddObjects(ClientCore& c, tools::Status& s) {
-  v1::ListResponse response;
+  v1::CountResponse response;
   auto context = c.Context();
   ECCTL_RETURN_IF_ERROR(
-      c.Check(c.objects().List(context.get(), v1::ListRequest(), &response), "status"));
-  for (const v1::ObjectInfo& o : response.objects()) {
-    s.set_objects(s.objects() + 1);
-    s.set_object_bytes(s.object_bytes() + o.size());
-    s.set_degraded_stripes(s.degraded_stripes() + o.degraded_stripes());
-    s.set_lost_stripes(s.lost_stripes() + o.lost_stripes());
-    if (o.degraded_stripes() + o.lost_stripes() > 0) {
-      s.set_degraded_objects(s.degraded_objects() + 1);
-    }
-  }
+      c.Check(c.objects().Count(context.get(), v1::CountRequest(), &response), "status"));
+  s.set_objects(response.objects());
+  s.set_object_bytes(response.bytes());
+  s.set_degraded_objects(response.degraded_objects());
+  s.set_degraded_stripes(response.degraded_stripes());
+  s.set_lost_stripes(response.lost_stripes());
   return absl::OkStatus();
 }
 

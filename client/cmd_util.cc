@@ -203,4 +203,25 @@ absl::Status JobFailure(const v1::ListRebuildsResponse& jobs) {
   return absl::OkStatus();
 }
 
+const char* MatrixName(v1::MatrixType t) {
+  return t == v1::MATRIX_TYPE_VANDERMONDE ? "vandermonde" : "cauchy";
+}
+
+std::string Shape(const v1::ObjectInfo& o) {
+  return absl::StrCat(o.data_blocks(), "+", o.parity_blocks());
+}
+
+absl::Status ForEachListPage(ClientCore& c, v1::ListRequest request, const std::string& what,
+                             const std::function<absl::Status(v1::ListResponse&)>& page) {
+  for (;;) {
+    v1::ListResponse response;
+    auto context = c.Context();
+    ECCTL_RETURN_IF_ERROR(c.Check(c.objects().List(context.get(), request, &response), what));
+    std::string next = response.next_page_token();
+    ECCTL_RETURN_IF_ERROR(page(response));
+    if (next.empty()) return absl::OkStatus();
+    request.set_page_token(std::move(next));
+  }
+}
+
 }  // namespace ecd::client

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,17 @@ bool Finished(const ecd::v1::RebuildJob& j);
 absl::StatusOr<ecd::v1::ListRebuildsResponse> WaitForJobs(ClientCore& c,
                                                           const std::vector<uint64_t>& ids,
                                                           const std::string& label);
+
+// "cauchy" or "vandermonde".
+const char* MatrixName(ecd::v1::MatrixType t);
+
+// "M+K".
+std::string Shape(const ecd::v1::ObjectInfo& o);
+
+// Objects.List from `request`'s page on: calls `page` with each page in order until the last
+// one or an error (`page`'s, or the call's with `what` naming the command).
+absl::Status ForEachListPage(ClientCore& c, ecd::v1::ListRequest request, const std::string& what,
+                             const std::function<absl::Status(ecd::v1::ListResponse&)>& page);
 
 // Exit code 1 with the one line when a job failed; OK when none did.
 absl::Status JobFailure(const ecd::v1::ListRebuildsResponse& jobs);

@@ -23,8 +23,10 @@ inline void OnRun(CLI::App* sub, Selected& selected, std::function<absl::Status(
   sub->callback([&selected, run = std::move(run)] { selected.run = run; });
 }
 
-// encode, read, update, recover, scrub, stat, ls, rm, block get (cmd_objects.cc).
+// encode, read, update, recover, scrub, stat, rm, block get (cmd_objects.cc).
 void AddObjectCommands(CLI::App& app, Selected& selected);
+// ls (cmd_list.cc).
+void AddListCommands(CLI::App& app, Selected& selected);
 // device ls, fail, online, replace, evacuate (cmd_devices.cc).
 void AddDeviceCommands(CLI::App& app, Selected& selected);
 // cxl inject, events, clear, policy, stats, ingest, decode (cmd_cxl.cc).

@@ -88,6 +88,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"ecctl: operate an ecd erasure-coding storage daemon", "ecctl"};
   AddGlobalOptions(app, g);
   ecd::client::AddObjectCommands(app, selected);
+  ecd::client::AddListCommands(app, selected);
   ecd::client::AddDeviceCommands(app, selected);
   ecd::client::AddCxlCommands(app, selected);
   ecd::client::AddRepairCommands(app, selected);

@@ -26,6 +26,7 @@ constexpr MethodRole kMethodRoles[] = {
     {"/ecd.v1.Objects/Read", Role::kReadOnly},
     {"/ecd.v1.Objects/Stat", Role::kReadOnly},
     {"/ecd.v1.Objects/List", Role::kReadOnly},
+    {"/ecd.v1.Objects/Count", Role::kReadOnly},
     {"/ecd.v1.Objects/Delete", Role::kOperator},
     {"/ecd.v1.Objects/Recover", Role::kOperator},
     {"/ecd.v1.Objects/GetBlock", Role::kReadOnly},

@@ -19,8 +19,8 @@ namespace {
 
 using prometheus::MetricType;
 
-// What a scrape reads from the store: sums over the objects (not the objects themselves), the
-// devices and Store::Stats(), each once. A source that failed (the catalog busy or broken)
+// What a scrape reads from the store: the kept object totals, the damage counts, the devices and
+// Store::Stats(), each once. A source that failed (the catalog busy or broken)
 // leaves its part empty and is counted in `errors`: its families then export no series rather
 // than zeros that would resolve real alerts.
 struct StoreData {
@@ -33,21 +33,21 @@ struct StoreData {
 
 StoreData ReadStore(store::Store* store, std::atomic<uint64_t>& errors) {
   StoreData d;
-  absl::StatusOr<std::vector<store::ObjectStatus>> objects = store->List();
-  d.objects_ok = objects.ok();
-  if (objects.ok()) {
-    for (const store::ObjectStatus& o : *objects) {
-      d.objects += 1;
-      d.bytes += static_cast<double>(o.object.size);
-      d.degraded += static_cast<double>(o.degraded_stripes);
-      d.lost += static_cast<double>(o.lost_stripes);
-    }
+  // Kept counts and the damaged blocks only: a scrape never reads every object.
+  const store::ObjectTotals totals = store->Totals();
+  absl::StatusOr<store::DamageTotals> damage = store->Damage();
+  d.objects_ok = damage.ok();
+  if (damage.ok()) {
+    d.objects = static_cast<double>(totals.objects);
+    d.bytes = static_cast<double>(totals.bytes);
+    d.degraded = static_cast<double>(damage->degraded_stripes);
+    d.lost = static_cast<double>(damage->lost_stripes);
   }
   absl::StatusOr<std::vector<store::DeviceStatus>> devices = store->admin().ListDevices();
-  if (!objects.ok() || !devices.ok()) {
+  if (!damage.ok() || !devices.ok()) {
     ++errors;
     Log(LogLevel::kWarning, "metrics: cannot read the store: %s",
-        (!objects.ok() ? objects.status() : devices.status()).ToString());
+        (!damage.ok() ? damage.status() : devices.status()).ToString());
   }
   if (devices.ok()) d.devices = *std::move(devices);
   d.stats = store->Stats();

@@ -14,6 +14,13 @@
 #include "wire/raw_methods.h"
 
 namespace ecd::daemon {
+namespace {
+
+// The most an ObjectInfo without stripes takes besides its name (its numbers and tags), and so
+// what a listed object costs a page beyond its name's bytes.
+constexpr size_t kListEntryOverhead = 256;
+
+}  // namespace
 
 ObjectsService::ObjectsService(store::Store* store, repair::Scrubber* scrubber,
                                const repair::ScrubberOptions& scrub_options, const CallRules& rules)
@@ -163,11 +170,41 @@ grpc::Status ObjectsService::Stat(grpc::ServerContext* context, const v1::StatRe
 grpc::Status ObjectsService::List(grpc::ServerContext* context, const v1::ListRequest* request,
                                   v1::ListResponse* response) {
   return gate_.Run(context, "List", [&]() -> grpc::Status {
-    absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
-    if (!objects.ok()) return ToGrpc(objects.status());
-    for (const store::ObjectStatus& o : *objects) {
+    if (request->page_size() < 0) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("page_size is ", request->page_size(),
+                                       "; give 0 (the default, 1000) to 10000"));
+    }
+    store::ListQuery query;
+    query.prefix = request->prefix();
+    query.delimiter = request->delimiter();
+    query.page_size = static_cast<size_t>(request->page_size());
+    query.page_token = request->page_token();
+    // A page fits half the message limit: names count their bytes, every entry its fields.
+    query.max_bytes = limits_.max_message_size / 2;
+    query.entry_overhead = kListEntryOverhead;
+    absl::StatusOr<store::ObjectListing> page = store_->List(query);
+    if (!page.ok()) return ToGrpc(page.status());
+    for (const store::ObjectStatus& o : page->objects) {
       ToProto(o, /*with_stripes=*/false, response->add_objects());
     }
+    for (std::string& p : page->common_prefixes) response->add_common_prefixes(std::move(p));
+    response->set_next_page_token(std::move(page->next_page_token));
+    return grpc::Status::OK;
+  });
+}
+
+grpc::Status ObjectsService::Count(grpc::ServerContext* context, const v1::CountRequest* request,
+                                   v1::CountResponse* response) {
+  return gate_.Run(context, "Count", [&]() -> grpc::Status {
+    const store::ObjectTotals totals = store_->Totals();
+    absl::StatusOr<store::DamageTotals> damage = store_->Damage();
+    if (!damage.ok()) return ToGrpc(damage.status());
+    response->set_objects(totals.objects);
+    response->set_bytes(totals.bytes);
+    response->set_degraded_objects(damage->degraded_objects);
+    response->set_degraded_stripes(damage->degraded_stripes);
+    response->set_lost_stripes(damage->lost_stripes);
     return grpc::Status::OK;
   });
 }

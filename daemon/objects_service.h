@@ -45,6 +45,8 @@ class ObjectsService final : public v1::Objects::Service {
       grpc::ServerSplitStreamer<v1::GetBlockRequest, grpc::ByteBuffer>* stream);
   grpc::Status Stat(grpc::ServerContext* context, const v1::StatRequest* request,
                     v1::StatResponse* response) override;
+  grpc::Status Count(grpc::ServerContext* context, const v1::CountRequest* request,
+                     v1::CountResponse* response) override;
   grpc::Status List(grpc::ServerContext* context, const v1::ListRequest* request,
                     v1::ListResponse* response) override;
   grpc::Status Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,

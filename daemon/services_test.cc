@@ -408,7 +408,7 @@ TEST_F(ReadStreamTest, AHeaderNameThatIsNotUtf8IsRefusedByTheNameRule) {
     EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
     EXPECT_EQ(status.error_message(), want) << method;
   }
-  absl::StatusOr<std::vector<store::ObjectStatus>> objects = store_->List();
+  absl::StatusOr<std::vector<store::ObjectStatus>> objects = store::ListAll(*store_);
   ASSERT_TRUE(objects.ok());
   EXPECT_TRUE(objects->empty());
 }

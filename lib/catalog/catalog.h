@@ -74,6 +74,7 @@ class Catalog : public ObjectCatalog {
                                                             absl::string_view before,
                                                             size_t limit) override;
   absl::StatusOr<ObjectTotals> CountObjects() override;
+  absl::StatusOr<DamageTotals> CountDamage(absl::Span<const uint32_t> unhealthy_devices) override;
   absl::Status ForEachEmptyObject(
       const std::function<absl::Status(const ObjectRecord&)>& fn) override;
 

@@ -291,6 +291,39 @@ absl::StatusOr<std::vector<ObjectRecord>> Catalog::ListObjectsFrom(absl::string_
   }
 }
 
+absl::StatusOr<DamageTotals> Catalog::CountDamage(absl::Span<const uint32_t> unhealthy_devices) {
+  MutexLock lock(mu_);
+  // The bad blocks come from the partial index of corrupt blocks and, per unhealthy device, from
+  // the extent index; a stripe is lost when more of its blocks are bad than it has parity.
+  std::string on_devices;
+  if (!unhealthy_devices.empty()) {
+    on_devices = " UNION SELECT object_id, stripe, idx FROM blocks WHERE device_id IN (";
+    for (size_t i = 0; i < unhealthy_devices.size(); ++i) {
+      absl::StrAppend(&on_devices, i == 0 ? "?" : ", ?", i + 1);
+    }
+    on_devices += ")";
+  }
+  const std::string sql = absl::StrCat(
+      "WITH bad(object_id, stripe, idx) AS (SELECT object_id, stripe, idx FROM blocks WHERE "
+      "corrupt = 1",
+      on_devices,
+      "), per_stripe AS (SELECT object_id, stripe, COUNT(*) AS n FROM bad GROUP BY object_id, "
+      "stripe) SELECT COUNT(*), COALESCE(SUM(p.n > o.parity_blocks), 0), "
+      "COUNT(DISTINCT p.object_id) FROM per_stripe p JOIN objects o ON o.id = p.object_id "
+      "WHERE o.state = 'committed'");
+  Statement s(db_, sql.c_str());
+  for (size_t i = 0; i < unhealthy_devices.size(); ++i) {
+    s.Bind(static_cast<int>(i + 1), static_cast<int64_t>(unhealthy_devices[i]));
+  }
+  absl::StatusOr<bool> row = s.Step();
+  if (!row.ok()) return row.status();
+  DamageTotals d;
+  d.degraded_stripes = static_cast<uint64_t>(s.Int(0));
+  d.lost_stripes = static_cast<uint64_t>(s.Int(1));
+  d.degraded_objects = static_cast<uint64_t>(s.Int(2));
+  return d;
+}
+
 absl::StatusOr<ObjectTotals> Catalog::CountObjects() {
   MutexLock lock(mu_);
   Statement s(db_,

@@ -55,6 +55,14 @@ struct ObjectTotals {
   uint64_t bytes = 0;
 };
 
+// Stripes of committed objects short of healthy blocks (ObjectCatalog::CountDamage), and the
+// objects that have any.
+struct DamageTotals {
+  uint64_t degraded_stripes = 0;  // fewer than M+K healthy blocks
+  uint64_t lost_stripes = 0;      // fewer than M
+  uint64_t degraded_objects = 0;
+};
+
 struct BlockRecord {
   uint64_t stripe = 0;
   uint32_t index = 0;  // 0..M-1 data, M..M+K-1 parity.

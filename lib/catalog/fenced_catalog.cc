@@ -143,6 +143,11 @@ absl::StatusOr<std::vector<ObjectRecord>> FencedCatalog::ListObjectsFrom(absl::s
 
 absl::StatusOr<ObjectTotals> FencedCatalog::CountObjects() { return inner_->CountObjects(); }
 
+absl::StatusOr<DamageTotals> FencedCatalog::CountDamage(
+    absl::Span<const uint32_t> unhealthy_devices) {
+  return inner_->CountDamage(unhealthy_devices);
+}
+
 absl::Status FencedCatalog::ForEachEmptyObject(
     const std::function<absl::Status(const ObjectRecord&)>& fn) {
   return inner_->ForEachEmptyObject(fn);

@@ -58,6 +58,7 @@ class FencedCatalog final : public ObjectCatalog {
                                                             absl::string_view before,
                                                             size_t limit) override;
   absl::StatusOr<ObjectTotals> CountObjects() override;
+  absl::StatusOr<DamageTotals> CountDamage(absl::Span<const uint32_t> unhealthy_devices) override;
   absl::Status ForEachEmptyObject(
       const std::function<absl::Status(const ObjectRecord&)>& fn) override;
   absl::StatusOr<std::vector<BlockRecord>> GetBlocks(int64_t object_id, uint64_t first_stripe,

@@ -139,6 +139,11 @@ class ObjectCatalog {
   // The number of committed objects and the sum of their sizes (a scan of every object: the
   // store counts once as it opens and keeps the counts from there on).
   virtual absl::StatusOr<ObjectTotals> CountObjects() = 0;
+  // The stripes with a block that is corrupt or on one of `unhealthy_devices`, and the objects
+  // they belong to. Reads those blocks only (by the corrupt and the extent indexes), so the cost
+  // follows the damage, not the number of objects.
+  virtual absl::StatusOr<DamageTotals> CountDamage(
+      absl::Span<const uint32_t> unhealthy_devices) = 0;
   // Calls `fn` for every committed object without stripes, by id; stops at the first error `fn`
   // returns, and returns it.
   virtual absl::Status ForEachEmptyObject(

@@ -14,6 +14,8 @@
 namespace ecd::repair {
 
 using store::Catalog;
+using store::ListQuery;
+using store::ObjectListing;
 using store::ObjectStatus;
 using store::RecoverOptions;
 using store::RecoverProgress;
@@ -22,6 +24,8 @@ namespace {
 
 // Catalog meta key: when the last background pass finished, in Unix milliseconds.
 constexpr char kLastFinishedKey[] = "scrub/last_finished_unix_ms";
+// Names a scrub of every object takes from the listing at a time.
+constexpr size_t kScrubPage = 1000;
 
 // Every count of a RecoverProgress.
 constexpr uint64_t RecoverProgress::*kCounts[] = {
@@ -82,11 +86,21 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
     const std::function<void(const ScrubReport&)>& progress,
     const std::function<bool()>& cancelled) {
   const bool all = names.empty();
+  // Every object is walked a page of names at a time, so memory stays one page whatever the
+  // number of objects; objects encoded behind the walk wait for the next pass.
+  ListQuery query;
+  query.page_size = kScrubPage;
   std::vector<std::string> list = names;
+  const auto next_page = [&]() -> absl::Status {
+    list.clear();
+    absl::StatusOr<ObjectListing> page = store_->List(query, /*with_health=*/false);
+    if (!page.ok()) return page.status();
+    for (const ObjectStatus& o : page->objects) list.push_back(o.object.name);
+    query.page_token = std::move(page->next_page_token);
+    return absl::OkStatus();
+  };
   if (all) {
-    absl::StatusOr<std::vector<ObjectStatus>> objects = store_->List();
-    if (!objects.ok()) return objects.status();
-    for (const ObjectStatus& o : *objects) list.push_back(o.object.name);
+    if (absl::Status s = next_page(); !s.ok()) return s;
   }
   auto stopping = [&] {
     {
@@ -97,14 +111,21 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
   };
   ScrubReport report;
   ScrubReport accounted;  // What of `report` is in status_ already: totals move as work is done.
-  report.objects_total = list.size();
+  report.objects_total = all ? store_->Totals().objects : list.size();
   const Pacer pacer(options.rate_bytes_per_sec);
   RecoverOptions recover;
   recover.verify_parity = true;
   recover.repair = options.repair;
   recover.cancelled = stopping;
   absl::Status stopped;
-  for (const std::string& name : list) {
+  for (size_t at = 0;; ++at) {
+    if (at == list.size()) {
+      if (!all || query.page_token.empty()) break;
+      if (absl::Status s = next_page(); !s.ok()) return s;
+      at = 0;
+      if (list.empty()) break;
+    }
+    const std::string& name = list[at];
     if (stopping()) {
       stopped = absl::CancelledError(absl::StrCat("the scrub stopped after ", report.objects_done,
                                                   " of ", report.objects_total, " objects"));
@@ -138,6 +159,8 @@ absl::StatusOr<ScrubReport> Scrubber::ScrubNow(
       Log(LogLevel::kError, "scrub of %s: %s", name, done.status().message());
     }
     ++report.objects_done;
+    // Objects encoded ahead of the walk after it started are scrubbed too.
+    report.objects_total = std::max(report.objects_total, report.objects_done);
     Account(report, accounted);
   }
   report.current.clear();

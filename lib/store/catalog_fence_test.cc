@@ -44,7 +44,7 @@ class CatalogFenceTest : public TempStoreTest {
   }
   // The store lists exactly the objects of `expected`, each reading back as its bytes.
   void ExpectObjects(const std::map<std::string, std::vector<uint8_t>>& expected) {
-    absl::StatusOr<std::vector<ObjectStatus>> all = store_->List();
+    absl::StatusOr<std::vector<ObjectStatus>> all = ListAll(*store_);
     ASSERT_TRUE(all.ok()) << all.status();
     EXPECT_EQ(all->size(), expected.size());
     for (const auto& [name, bytes] : expected) {

@@ -306,7 +306,7 @@ TEST_F(CatalogRebuildTest, ConcurrentEncodesWrapEveryLogAtOnce) {
       EXPECT_EQ(Get(absl::StrCat("c", c, "-", i)).value(), RandomBytes(700, c * 1000 + i));
     }
   }
-  auto list = store_->List();
+  auto list = ListAll(*store_);
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), 600u);
 }
@@ -333,7 +333,7 @@ TEST_F(CatalogRebuildTest, LogsWrapThroughSnapshotsAndStillRebuild) {
     ASSERT_TRUE(got.ok()) << name << ": " << got.status();
     EXPECT_EQ(*got, bytes) << name;
   }
-  auto list = store_->List();
+  auto list = ListAll(*store_);
   ASSERT_TRUE(list.ok());
   EXPECT_EQ(list->size(), want.size());
 }

@@ -356,6 +356,7 @@ absl::Status EncodeFlow::Commit() {
   }
   op->Commit();
   store_.CountStripes(object_.parity_blocks, static_cast<int64_t>(stripe_));
+  store_.CountObjects(1, static_cast<int64_t>(size_));
   return absl::OkStatus();
 }
 

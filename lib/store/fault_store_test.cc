@@ -32,7 +32,7 @@ class FaultStoreTest : public TempStoreTest {
     ASSERT_FALSE(o.ok());
     EXPECT_EQ(o.status().code(), code) << o.status();
     EXPECT_EQ(store_->Stat("doomed", false, false).status().code(), absl::StatusCode::kNotFound);
-    auto listed = store_->List();
+    auto listed = ListAll(*store_);
     ASSERT_TRUE(listed.ok());
     EXPECT_TRUE(listed->empty());
     EXPECT_EQ(TotalFree(), free_before);

@@ -101,26 +101,39 @@ absl::StatusOr<ObjectStatus> StoreCore::Stat(absl::string_view name, bool with_b
   return Health(*object, with_blocks, verify, /*per_stripe=*/true, interrupt);
 }
 
-absl::StatusOr<std::vector<ObjectStatus>> StoreCore::List() {
-  absl::StatusOr<std::vector<ObjectRecord>> objects = catalog_->ListObjects();
-  if (!objects.ok()) return objects.status();
-  std::vector<ObjectStatus> out;
-  for (ObjectRecord o : *objects) {
-    // No object lock (a repair or scrub batch may hold one for long). An object deleted or
-    // updated since the listing would show its vanished blocks as lost: such an object is
-    // looked up again, and skipped or measured as it is now.
-    absl::StatusOr<ObjectStatus> s = Health(o, false, false, /*per_stripe=*/false);
-    if (!s.ok()) return s.status();
-    if (s->lost_stripes > 0) {
-      absl::StatusOr<ObjectRecord> now = catalog_->GetObject(o.name);
-      if (absl::IsNotFound(now.status())) continue;  // deleted meanwhile
-      if (!now.ok()) return now.status();
-      if (now->id != o.id || now->version != o.version) {
-        s = Health(*now, false, false, /*per_stripe=*/false);
-        if (!s.ok()) return s.status();
-      }
+absl::StatusOr<std::optional<ObjectStatus>> StoreCore::ListedHealth(const ObjectRecord& o) {
+  // No object lock (a repair or scrub batch may hold one for long). An object deleted or
+  // updated since the listing would show its vanished blocks as lost: such an object is looked
+  // up again, and skipped or measured as it is now.
+  absl::StatusOr<ObjectStatus> s = Health(o, false, false, /*per_stripe=*/false);
+  if (!s.ok()) return s.status();
+  if (s->lost_stripes == 0) return *std::move(s);
+  absl::StatusOr<ObjectRecord> now = catalog_->GetObject(o.name);
+  if (absl::IsNotFound(now.status())) return std::nullopt;  // deleted meanwhile
+  if (!now.ok()) return now.status();
+  if (now->id == o.id && now->version == o.version) return *std::move(s);
+  s = Health(*now, false, false, /*per_stripe=*/false);
+  if (!s.ok()) return s.status();
+  return *std::move(s);
+}
+
+absl::StatusOr<ObjectListing> StoreCore::List(const ListQuery& query, bool with_health) {
+  absl::StatusOr<ListPage> page = ListPageOf(
+      query, [this](absl::string_view from, bool after, absl::string_view before, size_t limit) {
+        return catalog_->ListObjectsFrom(from, after, before, limit);
+      });
+  if (!page.ok()) return page.status();
+  ObjectListing out;
+  out.common_prefixes = std::move(page->common_prefixes);
+  out.next_page_token = std::move(page->next_page_token);
+  for (ObjectRecord& o : page->objects) {
+    if (!with_health) {
+      out.objects.push_back(ObjectStatus{.object = std::move(o)});
+      continue;
     }
-    out.push_back(std::move(*s));
+    absl::StatusOr<std::optional<ObjectStatus>> s = ListedHealth(o);
+    if (!s.ok()) return s.status();
+    if (s->has_value()) out.objects.push_back(**std::move(s));
   }
   return out;
 }
@@ -153,6 +166,7 @@ absl::StatusOr<uint64_t> StoreCore::Delete(absl::string_view name, const Interru
   }
   op->Commit();
   CountStripes(object->parity_blocks, -static_cast<int64_t>(object->stripe_count));
+  CountObjects(-1, -static_cast<int64_t>(object->size));
   uint64_t freed = 0;
   for (const BlockRecord& b : blocks) {
     freed += static_cast<uint64_t>(b.lba_count) * options_.lba_size;

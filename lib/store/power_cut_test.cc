@@ -453,7 +453,7 @@ TEST_F(PowerCutStoreTest, EveryAcknowledgedObjectSurvivesKillAndCut) {
         model.erase(s.object);
       }
     }
-    auto listed = (*store)->List();
+    auto listed = ListAll(**store);
     ASSERT_TRUE(listed.ok());
     ASSERT_EQ(listed->size(), model.size());
     uint64_t blocks = 0;

@@ -45,7 +45,13 @@ absl::StatusOr<ObjectStatus> Store::Stat(absl::string_view name, bool with_block
   return core_->Stat(name, with_blocks, verify, interrupt);
 }
 
-absl::StatusOr<std::vector<ObjectStatus>> Store::List() { return core_->List(); }
+absl::StatusOr<ObjectListing> Store::List(const ListQuery& query, bool with_health) {
+  return core_->List(query, with_health);
+}
+
+ObjectTotals Store::Totals() const { return core_->Totals(); }
+
+absl::StatusOr<DamageTotals> Store::Damage() { return core_->Damage(); }
 
 absl::StatusOr<uint64_t> Store::Delete(absl::string_view name, const Interrupt& interrupt) {
   return core_->Delete(name, interrupt);

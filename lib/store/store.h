@@ -35,6 +35,7 @@
 #include "absl/strings/string_view.h"
 #include "lib/store/byte_stream.h"
 #include "lib/store/interrupt.h"
+#include "lib/store/listing.h"
 #include "lib/store/store_options.h"
 #include "lib/store/store_types.h"
 
@@ -93,10 +94,16 @@ class Store {
   absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify,
                                     const Interrupt& interrupt = {});
 
-  // All committed objects with their health, without per-stripe detail. Takes no object lock;
-  // an object deleted or updated meanwhile is skipped or measured again, never reported lost
-  // because of it.
-  absl::StatusOr<std::vector<ObjectStatus>> List();
+  // One page of the committed objects (listing.h: prefix, delimiter, page size, page token),
+  // each with its health without per-stripe detail unless `with_health` is false (the counts
+  // are then 0). Takes no object lock; an object deleted or updated meanwhile is skipped or
+  // measured again, never reported lost because of it. InvalidArgument for a bad page token.
+  absl::StatusOr<ObjectListing> List(const ListQuery& query, bool with_health = true);
+  // The committed objects and the bytes they hold, counted as they come and go: no catalog read.
+  ObjectTotals Totals() const;
+  // The degraded and lost stripes now. Reads only the blocks that are corrupt or on a device
+  // that is not online, so its cost follows the damage, not the number of objects.
+  absl::StatusOr<DamageTotals> Damage();
 
   // Deletes an object; returns the bytes of device space freed. NotFound.
   absl::StatusOr<uint64_t> Delete(absl::string_view name, const Interrupt& interrupt = {});

@@ -41,6 +41,7 @@
 #include "lib/records/record_keeper.h"
 #include "lib/store/byte_stream.h"
 #include "lib/store/interrupt.h"
+#include "lib/store/listing.h"
 #include "lib/store/memory_budget.h"
 #include "lib/store/object_name.h"
 #include "lib/store/store_options.h"
@@ -72,7 +73,9 @@ class StoreCore {
                         const Interrupt& interrupt);
   absl::StatusOr<ObjectStatus> Stat(absl::string_view name, bool with_blocks, bool verify,
                                     const Interrupt& interrupt);
-  absl::StatusOr<std::vector<ObjectStatus>> List();
+  absl::StatusOr<ObjectListing> List(const ListQuery& query, bool with_health);
+  ObjectTotals Totals() const;
+  absl::StatusOr<DamageTotals> Damage();
   absl::StatusOr<uint64_t> Delete(absl::string_view name, const Interrupt& interrupt);
   absl::StatusOr<RecoverProgress> Recover(
       absl::string_view name, const std::function<void(const RecoverProgress&)>& progress,
@@ -345,6 +348,11 @@ class StoreCore {
   // A free region of `d` for a new record log; empty when none fits.
   RecordLogPlace AllocateRecordLog(Device& d);
   void CountStripes(uint32_t parity, int64_t delta);
+  // Adds to the kept object totals (Totals): `objects` objects of `bytes` bytes in all.
+  void CountObjects(int64_t objects, int64_t bytes);
+  // The health of `o` as List gives it: measured again if it changed since it was listed;
+  // nullopt when it was deleted meanwhile.
+  absl::StatusOr<std::optional<ObjectStatus>> ListedHealth(const ObjectRecord& o);
   // Returns extents to their devices' allocators and ends their space claims.
   void FreeExtents(absl::Span<const BlockRecord> blocks);
   // FreeExtents of extents that may hold bytes no catalog row points at (a write that failed, or
@@ -386,6 +394,7 @@ class StoreCore {
   std::string store_id_;  // Set by Init.
   mutable Mutex census_mu_;
   std::map<uint32_t, uint64_t> stripes_by_parity_ ABSL_GUARDED_BY(census_mu_);
+  ObjectTotals totals_ ABSL_GUARDED_BY(census_mu_);
 
   std::unique_ptr<ObjectLocks> locks_;
   // Block records: made by Init (OpenRecordLogs).

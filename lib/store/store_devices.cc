@@ -115,9 +115,12 @@ absl::Status StoreCore::OpenDevices(std::vector<DeviceRecord>& records,
   // missing mount or a wrong path than that many dead disks. Change nothing and say so.
   absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
   if (!census.ok()) return census.status();
+  absl::StatusOr<ObjectTotals> totals = catalog_->CountObjects();
+  if (!totals.ok()) return totals.status();
   {
     MutexLock lock(census_mu_);
     stripes_by_parity_ = *census;  // the census the store keeps from here on
+    totals_ = *totals;
   }
   if (!unusable.empty() && !census->empty() && unusable.size() > census->begin()->first &&
       !options_.start_with_missing_devices) {
@@ -374,6 +377,25 @@ void StoreCore::CountStripes(uint32_t parity, int64_t delta) {
   uint64_t& n = stripes_by_parity_[parity];
   n = static_cast<uint64_t>(static_cast<int64_t>(n) + delta);
   if (n == 0) stripes_by_parity_.erase(parity);
+}
+
+void StoreCore::CountObjects(int64_t objects, int64_t bytes) {
+  MutexLock lock(census_mu_);
+  totals_.objects = static_cast<uint64_t>(static_cast<int64_t>(totals_.objects) + objects);
+  totals_.bytes = static_cast<uint64_t>(static_cast<int64_t>(totals_.bytes) + bytes);
+}
+
+absl::StatusOr<DamageTotals> StoreCore::Damage() {
+  std::vector<uint32_t> unhealthy;
+  for (uint32_t d = 0; d < devices_.size(); ++d) {
+    if (!DeviceOnline(d)) unhealthy.push_back(d);
+  }
+  return catalog_->CountDamage(unhealthy);
+}
+
+ObjectTotals StoreCore::Totals() const {
+  MutexLock lock(census_mu_);
+  return totals_;
 }
 
 absl::StatusOr<std::vector<DeviceStatus>> StoreCore::ListDevices() {

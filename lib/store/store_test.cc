@@ -564,7 +564,7 @@ TEST_F(StoreTest, RestartKeepsObjectsAndFreeSpace) {
   back = Get("b");
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(*back, b);
-  auto list = store_->List();
+  auto list = ListAll(*store_);
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->size(), 2u);
   EXPECT_EQ((*list)[1].object.matrix, ec::MatrixType::kVandermonde);

@@ -59,6 +59,21 @@ class VectorSink : public ByteSink {
 };
 
 // `n` pseudo-random bytes, the same for the same seed.
+// Every committed object with its health, through List's pages of `page_size` (a store only
+// ever lists a page at a time).
+inline absl::StatusOr<std::vector<ObjectStatus>> ListAll(Store& store, size_t page_size = 7) {
+  std::vector<ObjectStatus> all;
+  ListQuery query;
+  query.page_size = page_size;
+  for (;;) {
+    absl::StatusOr<ObjectListing> page = store.List(query);
+    if (!page.ok()) return page.status();
+    for (ObjectStatus& o : page->objects) all.push_back(std::move(o));
+    if (page->next_page_token.empty()) return all;
+    query.page_token = page->next_page_token;
+  }
+}
+
 inline std::vector<uint8_t> RandomBytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint8_t> v(n);

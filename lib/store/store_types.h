@@ -51,6 +51,13 @@ struct ObjectStatus {
   std::vector<StripeStatus> stripes;
 };
 
+// One page of a listing (Store::List): ListPage's entries, each object with its health.
+struct ObjectListing {
+  std::vector<ObjectStatus> objects;
+  std::vector<std::string> common_prefixes;
+  std::string next_page_token;  // "": the last page
+};
+
 // What Recover (and so scrub) found and did, so far or in all.
 struct RecoverProgress {
   uint64_t stripes_total = 0;

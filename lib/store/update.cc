@@ -350,6 +350,7 @@ absl::Status UpdateFlow::Commit() {
 void UpdateFlow::Finish() {
   store_.CountStripes(object_.parity_blocks,
                       static_cast<int64_t>(stripes_) - static_cast<int64_t>(object_.stripe_count));
+  store_.CountObjects(0, static_cast<int64_t>(size_) - static_cast<int64_t>(object_.size));
   for (const BlockRecord& b : superseded_) {
     if (auto ns = store_.NamespaceOf(b.device, /*online_only=*/true)) {
       ns->Deallocate(b.lba, b.lba_count);

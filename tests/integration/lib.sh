@@ -44,12 +44,12 @@ fail() {
   exit 1
 }
 
-# start_ecd [extra flags...]: starts ecd on $ECD_DEVICES (default 8) devices on a free loopback
-# port (and its metrics HTTP endpoint on another, in $WORK/metrics_port) and waits until it
-# answers.
+# start_ecd [extra flags...]: starts ecd on $ECD_DEVICES (default 8) devices of $ECD_DEVICE_SIZE
+# (default 256M, sparse files) on a free loopback port (and its metrics HTTP endpoint on another,
+# in $WORK/metrics_port) and waits until it answers.
 start_ecd() {
   rm -f "$WORK/port" "$WORK/metrics_port"
-  "$ECD" --data-dir "$WORK/data" --devices "${ECD_DEVICES:-8}" --device-size 256M --listen 127.0.0.1:0 \
+  "$ECD" --data-dir "$WORK/data" --devices "${ECD_DEVICES:-8}" --device-size "${ECD_DEVICE_SIZE:-256M}" --listen 127.0.0.1:0 \
     --port-file "$WORK/port" --metrics-listen 127.0.0.1:0 --metrics-port-file "$WORK/metrics_port" \
     "$@" >>"$WORK/ecd.log" 2>&1 &
   ECD_PID=$!
