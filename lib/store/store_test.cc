@@ -145,6 +145,59 @@ TEST_F(StoreTest, BlocksOfAStripeAreOnDistinctDevicesAndSpread) {
   for (int n : per_device) EXPECT_EQ(n, 30);  // 240 blocks over 8 devices, rotating.
 }
 
+// Totals and Damage agree with what a full listing measures, through encodes, an append, a
+// delete, failed devices, a corrupt block and a restart.
+TEST_F(StoreTest, KeptTotalsAndDamageMatchAFullListing) {
+  const auto check = [&](const char* when) {
+    SCOPED_TRACE(when);
+    absl::StatusOr<std::vector<ObjectStatus>> all = ListAll(*store_);
+    ASSERT_TRUE(all.ok()) << all.status();
+    ObjectTotals want;
+    DamageTotals damage;
+    for (const ObjectStatus& o : *all) {
+      ++want.objects;
+      want.bytes += o.object.size;
+      damage.degraded_stripes += o.degraded_stripes;
+      damage.lost_stripes += o.lost_stripes;
+      damage.degraded_objects += o.degraded_stripes > 0 ? 1 : 0;
+    }
+    EXPECT_EQ(store_->Totals().objects, want.objects);
+    EXPECT_EQ(store_->Totals().bytes, want.bytes);
+    absl::StatusOr<DamageTotals> got = store_->Damage();
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->degraded_stripes, damage.degraded_stripes);
+    EXPECT_EQ(got->lost_stripes, damage.lost_stripes);
+    EXPECT_EQ(got->degraded_objects, damage.degraded_objects);
+  };
+  ASSERT_TRUE(Put("a", RandomBytes(5 * 16384 + 3, 1)).ok());
+  ASSERT_TRUE(Put("b/c", RandomBytes(100, 2), 2, 1).ok());
+  ASSERT_TRUE(Put("e", {}).ok());
+  check("encoded");
+  const auto more = RandomBytes(40000, 3);
+  VectorSource src(more);
+  ASSERT_TRUE(store_->Update("b/c", 100, src, /*append=*/true).ok());
+  ASSERT_TRUE(store_->Delete("e").ok());
+  check("appended and deleted");
+  ASSERT_TRUE(store_->admin().SetDeviceState(1, DeviceState::kFailed).ok());
+  ASSERT_TRUE(store_->admin().SetDeviceState(4, DeviceState::kFailed).ok());
+  check("two devices failed");
+  absl::StatusOr<ObjectStatus> st = store_->Stat("a", /*with_blocks=*/true, false);
+  ASSERT_TRUE(st.ok());
+  for (const StripeStatus& stripe : st->stripes) {
+    for (const BlockStatus& b : stripe.blocks) {
+      if (b.healthy) {
+        Clobber(b.record, 0xAB);
+        break;
+      }
+    }
+  }
+  ASSERT_TRUE(store_->Stat("a", false, /*verify=*/true).ok());  // marks the clobbered corrupt
+  check("a corrupt block in every stripe of a");
+  EXPECT_GT(store_->Damage()->lost_stripes, 0u);
+  Open();
+  check("reopened");
+}
+
 TEST_F(StoreTest, DegradedReadsAndDataLoss) {
   const auto data = RandomBytes(10 * 16384 + 77, 4);
   ASSERT_TRUE(Put("d", data).ok());
