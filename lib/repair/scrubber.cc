@@ -13,7 +13,6 @@
 
 namespace ecd::repair {
 
-using store::Catalog;
 using store::ListQuery;
 using store::ObjectListing;
 using store::ObjectStatus;

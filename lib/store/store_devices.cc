@@ -37,20 +37,20 @@ absl::StatusOr<std::unique_ptr<Namespace>> StoreCore::OpenDevice(const DeviceRec
                                                                  std::optional<uint64_t> label_lba,
                                                                  DeviceLabel* label_out) {
   const std::string path = DevicePath(options_.data_dir, r.path);
-  absl::StatusOr<std::unique_ptr<Namespace>> ns =
+  absl::StatusOr<std::unique_ptr<Namespace>> made =
       options_.namespace_factory(path, r.size_bytes, r.lba_size, create);
-  if (!ns.ok()) return ns.status();
+  if (!made.ok()) return made.status();
   // Its file system, for the space claims of its new extents; each write's completion ends them.
   space_->SetDevice(r.id, path);
-  *ns = ReleaseClaimsOnWrite(*std::move(ns), space_, r.id);
-  if ((*ns)->lba_count() * r.lba_size < r.size_bytes) {
+  std::unique_ptr<Namespace> ns = ReleaseClaimsOnWrite(*std::move(made), space_, r.id);
+  if (ns->lba_count() * r.lba_size < r.size_bytes) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "its namespace holds ", (*ns)->lba_count() * r.lba_size, " bytes, fewer than the ",
+        "its namespace holds ", ns->lba_count() * r.lba_size, " bytes, fewer than the ",
         r.size_bytes, " it was created with: it was cut short or replaced"));
   }
   if (!label_lba) return ns;
   std::vector<uint8_t> lba(r.lba_size);
-  if (absl::Status s = (*ns)->Read(*label_lba, absl::MakeSpan(lba)); !s.ok()) {
+  if (absl::Status s = ns->Read(*label_lba, absl::MakeSpan(lba)); !s.ok()) {
     return absl::FailedPreconditionError(
         absl::StrCat("its label (LBA ", *label_lba, ") cannot be read: ", s.message()));
   }
