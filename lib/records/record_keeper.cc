@@ -46,6 +46,7 @@ uint64_t RecordKeeper::max_seq() const {
 absl::Status RecordKeeper::Snapshot(uint32_t device) {
   std::shared_ptr<RecordLog> log = this->log(device);
   if (log == nullptr) return absl::OkStatus();
+  std::lock_guard turn(turnstile_);
   std::unique_lock gate(gate_);
   return SnapshotLocked(device, log);
 }
@@ -96,6 +97,7 @@ absl::Status RecordKeeper::SnapshotLocked(uint32_t device, const std::shared_ptr
 }
 
 absl::Status RecordKeeper::CloseClean() {
+  std::lock_guard turn(turnstile_);
   std::unique_lock gate(gate_);
   std::map<uint32_t, std::shared_ptr<RecordLog>> logs;
   uint64_t mark;
@@ -189,6 +191,7 @@ absl::Status RecordKeeper::Op::Write(std::vector<bool>& touched) {
   // Each round either writes, or snapshots a full log (which then has room, or the records
   // cannot fit at all): other operations filling logs meanwhile make progress of their own.
   for (;;) {
+    { std::lock_guard turn(keeper_.turnstile_); }  // Behind a snapshot that waits.
     gate_ = std::shared_lock(keeper_.gate_);
     std::vector<std::pair<uint32_t, std::shared_ptr<RecordLog>>> logs;
     std::vector<uint32_t> pages;
@@ -228,6 +231,7 @@ absl::Status RecordKeeper::Op::Write(std::vector<bool>& touched) {
       }
       std::vector<std::unique_ptr<PageBuilder>> built = Pages(d, log->page_bytes(), total);
       std::vector<PageBuilder*> raw;
+      raw.reserve(built.size());
       for (auto& p : built) raw.push_back(p.get());
       written_.push_back(d);
       touched[d] = true;

@@ -147,6 +147,10 @@ class RecordKeeper {
   // Held shared by an operation from the write of its records until it is resolved, and
   // exclusively by a snapshot, which must see no unresolved records.
   std::shared_mutex gate_;
+  // Passed through by an operation before it takes gate_ shared, and held by a snapshot while
+  // it waits for gate_: a stream of operations cannot starve a snapshot, as they could with
+  // glibc's reader-preferring shared mutex alone. Never taken with gate_ held shared.
+  std::mutex turnstile_;
   mutable Mutex mu_;
   std::map<uint32_t, std::shared_ptr<RecordLog>> logs_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_);
