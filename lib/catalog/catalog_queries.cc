@@ -324,18 +324,6 @@ absl::StatusOr<DamageTotals> Catalog::CountDamage(absl::Span<const uint32_t> unh
   return d;
 }
 
-absl::StatusOr<ObjectTotals> Catalog::CountObjects() {
-  MutexLock lock(mu_);
-  Statement s(db_,
-              "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM objects WHERE state = 'committed'");
-  absl::StatusOr<bool> row = s.Step();
-  if (!row.ok()) return row.status();
-  ObjectTotals t;
-  t.objects = static_cast<uint64_t>(s.Int(0));
-  t.bytes = static_cast<uint64_t>(s.Int(1));
-  return t;
-}
-
 absl::StatusOr<std::vector<BlockRecord>> Catalog::GetBlocks(int64_t object_id,
                                                             uint64_t first_stripe,
                                                             uint64_t stripe_count) {
@@ -483,17 +471,19 @@ absl::StatusOr<StripePage> Catalog::StripesOf(const std::string& hits,
   return page;
 }
 
-absl::StatusOr<std::map<uint32_t, uint64_t>> Catalog::StripesByParity() {
+absl::StatusOr<ObjectCensus> Catalog::Census() {
   MutexLock lock(mu_);
   Statement s(db_,
-              "SELECT parity_blocks, SUM(stripe_count) FROM objects WHERE state = 'committed' "
-              "GROUP BY parity_blocks");
-  std::map<uint32_t, uint64_t> out;
+              "SELECT parity_blocks, SUM(stripe_count), COUNT(*), SUM(size) FROM objects "
+              "WHERE state = 'committed' GROUP BY parity_blocks");
+  ObjectCensus out;
   for (;;) {
     absl::StatusOr<bool> row = s.Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    out[static_cast<uint32_t>(s.Int(0))] = static_cast<uint64_t>(s.Int(1));
+    out.stripes_by_parity[static_cast<uint32_t>(s.Int(0))] = static_cast<uint64_t>(s.Int(1));
+    out.totals.objects += static_cast<uint64_t>(s.Int(2));
+    out.totals.bytes += static_cast<uint64_t>(s.Int(3));
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #define ECD_LIB_CATALOG_CATALOG_RECORDS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ struct ObjectRecord {
 struct ObjectTotals {
   uint64_t objects = 0;
   uint64_t bytes = 0;
+};
+
+// The counts the store keeps from the moment it opens (ObjectCatalog::Census).
+struct ObjectCensus {
+  ObjectTotals totals;
+  std::map<uint32_t, uint64_t> stripes_by_parity;  // stripes of committed objects by K
 };
 
 // Stripes of committed objects short of healthy blocks (ObjectCatalog::CountDamage), and the

@@ -123,10 +123,10 @@ TEST_F(CatalogTest, ListObjectsFromIsBoundedAndCountsSkipPendingObjects) {
   EXPECT_EQ(names(catalog_->ListObjectsFrom("a/2", false, "", 2)), (V{"a/2", "a/3"}));
   EXPECT_EQ(names(catalog_->ListObjectsFrom("b", true, "", 10)), (V{"c"}));
   EXPECT_TRUE(catalog_->ListObjectsFrom("c", true, "", 10)->empty());
-  absl::StatusOr<ObjectTotals> totals = catalog_->CountObjects();
-  ASSERT_TRUE(totals.ok()) << totals.status();
-  EXPECT_EQ(totals->objects, 5u);
-  EXPECT_EQ(totals->bytes, 5000u);
+  absl::StatusOr<ObjectCensus> census = catalog_->Census();
+  ASSERT_TRUE(census.ok()) << census.status();
+  EXPECT_EQ(census->totals.objects, 5u);
+  EXPECT_EQ(census->totals.bytes, 5000u);
 }
 
 TEST_F(CatalogTest, DropPendingRemovesUnfinishedEncodes) {

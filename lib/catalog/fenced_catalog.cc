@@ -141,8 +141,6 @@ absl::StatusOr<std::vector<ObjectRecord>> FencedCatalog::ListObjectsFrom(absl::s
   return inner_->ListObjectsFrom(from, after, before, limit);
 }
 
-absl::StatusOr<ObjectTotals> FencedCatalog::CountObjects() { return inner_->CountObjects(); }
-
 absl::StatusOr<DamageTotals> FencedCatalog::CountDamage(
     absl::Span<const uint32_t> unhealthy_devices) {
   return inner_->CountDamage(unhealthy_devices);
@@ -191,9 +189,7 @@ absl::StatusOr<StripePage> FencedCatalog::StripesOnDevice(const DeviceRange& ran
   return inner_->StripesOnDevice(range, after, max_stripes);
 }
 
-absl::StatusOr<std::map<uint32_t, uint64_t>> FencedCatalog::StripesByParity() {
-  return inner_->StripesByParity();
-}
+absl::StatusOr<ObjectCensus> FencedCatalog::Census() { return inner_->Census(); }
 
 absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> FencedCatalog::BlockCountsByDevice() {
   return inner_->BlockCountsByDevice();

@@ -57,7 +57,6 @@ class FencedCatalog final : public ObjectCatalog {
   absl::StatusOr<std::vector<ObjectRecord>> ListObjectsFrom(absl::string_view from, bool after,
                                                             absl::string_view before,
                                                             size_t limit) override;
-  absl::StatusOr<ObjectTotals> CountObjects() override;
   absl::StatusOr<DamageTotals> CountDamage(absl::Span<const uint32_t> unhealthy_devices) override;
   absl::Status ForEachEmptyObject(
       const std::function<absl::Status(const ObjectRecord&)>& fn) override;
@@ -75,7 +74,7 @@ class FencedCatalog final : public ObjectCatalog {
                                                       size_t max_stripes) override;
   absl::StatusOr<StripePage> StripesOnDevice(const DeviceRange& range, const StripeCursor& after,
                                              size_t max_stripes) override;
-  absl::StatusOr<std::map<uint32_t, uint64_t>> StripesByParity() override;
+  absl::StatusOr<ObjectCensus> Census() override;
   absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> BlockCountsByDevice() override;
   absl::StatusOr<std::optional<std::string>> GetMeta(absl::string_view key) override;
   absl::StatusOr<std::vector<std::pair<std::string, std::string>>> MetaWithPrefix(

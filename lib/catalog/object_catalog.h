@@ -136,9 +136,6 @@ class ObjectCatalog {
                                                                     bool after,
                                                                     absl::string_view before,
                                                                     size_t limit) = 0;
-  // The number of committed objects and the sum of their sizes (a scan of every object: the
-  // store counts once as it opens and keeps the counts from there on).
-  virtual absl::StatusOr<ObjectTotals> CountObjects() = 0;
   // The stripes with a block that is corrupt or on one of `unhealthy_devices`, and the objects
   // they belong to. Reads those blocks only (by the corrupt and the extent indexes), so the cost
   // follows the damage, not the number of objects.
@@ -201,8 +198,9 @@ class ObjectCatalog {
   virtual absl::StatusOr<StripePage> StripesOnDevice(const DeviceRange& range,
                                                      const StripeCursor& after,
                                                      size_t max_stripes) = 0;
-  // The number of stripes of committed objects by their parity block count K.
-  virtual absl::StatusOr<std::map<uint32_t, uint64_t>> StripesByParity() = 0;
+  // The committed objects, their bytes and their stripes by parity block count K, in one scan of
+  // every object: the store counts once as it opens and keeps the counts from there on.
+  virtual absl::StatusOr<ObjectCensus> Census() = 0;
   // The number of blocks on each device that has any.
   virtual absl::StatusOr<std::vector<std::pair<uint32_t, uint64_t>>> BlockCountsByDevice() = 0;
 

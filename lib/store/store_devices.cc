@@ -113,16 +113,15 @@ absl::Status StoreCore::OpenDevices(std::vector<DeviceRecord>& records,
   }
   // Guard: more unusable devices than the fewest parity blocks of any object is likelier a
   // missing mount or a wrong path than that many dead disks. Change nothing and say so.
-  absl::StatusOr<std::map<uint32_t, uint64_t>> census = catalog_->StripesByParity();
+  absl::StatusOr<ObjectCensus> census = catalog_->Census();
   if (!census.ok()) return census.status();
-  absl::StatusOr<ObjectTotals> totals = catalog_->CountObjects();
-  if (!totals.ok()) return totals.status();
   {
     MutexLock lock(census_mu_);
-    stripes_by_parity_ = *census;  // the census the store keeps from here on
-    totals_ = *totals;
+    stripes_by_parity_ = census->stripes_by_parity;  // the census the store keeps from here on
+    totals_ = census->totals;
   }
-  if (!unusable.empty() && !census->empty() && unusable.size() > census->begin()->first &&
+  if (!unusable.empty() && !census->stripes_by_parity.empty() &&
+      unusable.size() > census->stripes_by_parity.begin()->first &&
       !options_.start_with_missing_devices) {
     std::vector<std::string> each;
     each.reserve(unusable.size());
@@ -130,7 +129,8 @@ absl::Status StoreCore::OpenDevices(std::vector<DeviceRecord>& records,
       each.push_back(absl::StrCat("device ", u.id, " (", u.path, "): ", u.why));
     }
     return absl::FailedPreconditionError(absl::StrCat(
-        unusable.size(), " devices cannot be used, more than the ", census->begin()->first,
+        unusable.size(), " devices cannot be used, more than the ",
+        census->stripes_by_parity.begin()->first,
         " parity blocks of the least protected object: ", absl::StrJoin(each, "; "),
         ". Nothing was marked down or failed. Check mounts and paths and start again; if the "
         "devices are really gone, start with --start-with-missing-devices"));
