@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "lib/cxl/event_record.h"
+#include "lib/cxl/mailbox.h"
 
 namespace ecd::repair {
 namespace {
@@ -79,9 +80,9 @@ absl::StatusOr<int> LogOf(const Json& doc) {
   } else if (log->is_string()) {
     const std::string& given = log->get_ref<const std::string&>();
     const std::string name = absl::AsciiStrToLower(given);
-    static constexpr const char* kNames[] = {"informational", "warning", "failure", "fatal"};
     for (int i = 0; i < 4; ++i) {
-      if (name == kNames[i] || name == absl::StrCat(i)) return i;
+      const std::string_view log_name = cxl::EventLogName(static_cast<cxl::EventLog>(i));
+      if (name == absl::AsciiStrToLower(std::string(log_name)) || name == absl::StrCat(i)) return i;
     }
     text = absl::StrCat("\"", absl::CHexEscape(given), "\"");
   } else if (log->is_number()) {
